@@ -1,0 +1,30 @@
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+export type DatabaseKind = 'postgres' | 'pglite';
+
+export type DatabaseHandle = { db: Db; kind: DatabaseKind; close(): Promise<void> };
+
+export type DatabaseSource =
+  | { url: string; poolSize?: number }
+  | { dataDir: string }
+  | { pglite: PGlite };
+
+// Postgres hands bigint (count(*), sums) back as text; our counts always fit a JS number.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export async function openDatabase(source: DatabaseSource): Promise<DatabaseHandle> {
+  if ('url' in source) {
+    const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  const pglite =
+    'pglite' in source ? source.pglite : await PGlite.create(path.join(source.dataDir, 'pgdata'));
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  return { db, kind: 'pglite', close: () => db.destroy() };
+}

@@ -1,0 +1,46 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import type { Db } from './connection.js';
+
+const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
+// Any constant works; it only has to be the same in every process that migrates this database.
+const MIGRATION_LOCK_KEY = 727_001;
+
+/**
+ * Applies the migrations not yet recorded, in file-name order, in one transaction that holds an
+ * advisory lock: two processes starting at once apply each migration exactly once, and a failure
+ * leaves the schema as it was.
+ */
+export async function migrate(db: Db): Promise<string[]> {
+  const files = (await readdir(migrationsDir)).filter((name) => name.endsWith('.sql')).sort();
+  return db.transaction().execute(async (tx) => {
+    await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(tx);
+    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+      name text PRIMARY KEY,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`.execute(tx);
+    const applied = new Set(
+      (await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(tx)).rows.map((r) => r.name),
+    );
+    const pending = files.filter((name) => !applied.has(name));
+    for (const name of pending) {
+      const text = await readFile(migrationsDir + name, 'utf8');
+      for (const statement of splitStatements(text)) await sql.raw(statement).execute(tx);
+      await sql`INSERT INTO schema_migrations (name) VALUES (${name})`.execute(tx);
+    }
+    return pending;
+  });
+}
+
+/**
+ * PGlite's extended protocol takes one statement per query, so files are split at semicolons that
+ * end a line. Migrations therefore keep statements free of line-ending semicolons inside bodies.
+ */
+function splitStatements(text: string): string[] {
+  return text
+    .replace(/^\s*--.*$/gm, '')
+    .split(/;\s*$/m)
+    .map((statement) => statement.trim())
+    .filter(Boolean);
+}

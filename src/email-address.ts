@@ -1,0 +1,49 @@
+import { domainToASCII } from 'node:url';
+
+// RFC 5322 atext, plus any non-ASCII character for internationalised local parts (RFC 6531).
+const ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u0080-\u{10FFFF}-]+$/u;
+const QUOTED = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e\u0080-\u{10FFFF}]|\\[\x20-\x7e])*"$/u;
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** A host name's ASCII (punycode) form, or null when it is no valid DNS host name. */
+export function asciiHostname(name: string): string | null {
+  if (name.length === 0 || name.endsWith('.') || /[\s/\\@[\]]/.test(name)) return null;
+  const ascii = domainToASCII(name);
+  if (!ascii || ascii.length > 253) return null;
+  const labels = ascii.split('.');
+  if (labels.length < 2 || !labels.every((label) => LABEL.test(label))) return null;
+  // A numeric top-level label would make it an IP address, not a host name.
+  if (/^[0-9]+$/.test(labels[labels.length - 1]!)) return null;
+  return ascii;
+}
+
+/**
+ * Validates an address (RFC 5321/5322; internationalised domains and local parts allowed) and
+ * returns it trimmed with its domain lower-cased, or null when it is not a deliverable address.
+ */
+export function normalizeEmail(input: string): string | null {
+  const value = input.trim();
+  if (value.length === 0 || value.length > 254) return null;
+  const at = value.lastIndexOf('@');
+  if (at <= 0) return null;
+  const local = value.slice(0, at);
+  const domain = value.slice(at + 1).toLowerCase();
+  if (Buffer.byteLength(local) > 64) return null;
+  const localOk = QUOTED.test(local) || local.split('.').every((atom) => ATOM.test(atom));
+  if (!localOk || asciiHostname(domain) === null) return null;
+  return `${local}@${domain}`;
+}
+
+export const isEmail = (input: string) => normalizeEmail(input) !== null;
+
+/** Splits `Name <addr@host>` or a bare `addr@host`; the address comes back normalised, or null. */
+export function parseMailbox(input: string): { name: string | null; address: string } | null {
+  const match = /^\s*(?:"?([^"<]*?)"?\s*)?<([^<>]+)>\s*$/.exec(input);
+  const name = match ? match[1]?.trim() || null : null;
+  const address = normalizeEmail(match ? match[2]! : input);
+  return address ? { name, address } : null;
+}
+
+export function domainOf(address: string): string {
+  return address.slice(address.lastIndexOf('@') + 1);
+}

@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { sql } from 'kysely';
+import { ApiError } from '../errors.js';
+import { parseOrThrow } from '../validation.js';
+import { apiRoutes } from '../api/index.js';
+import { authMiddleware, type AuthContext } from './auth.js';
+import type { AppDeps } from './deps.js';
+import { docsRoutes } from './docs.js';
+import { readJsonBody, sendError, sendJson } from './json.js';
+import { buildOpenApi } from './openapi.js';
+import { bySpecificity, type RouteDef } from './route.js';
+
+type Env = { Variables: { auth: AuthContext; requestId: string } };
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const API_PREFIX = /^\/(?:api\/)?v1(?=\/|$)/;
+
+export function createApp(deps: AppDeps) {
+  const routes = [...apiRoutes].sort(bySpecificity);
+  const openApi = buildOpenApi(routes);
+  const app = new Hono<Env>();
+
+  app.use('*', async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    c.set('requestId', requestId);
+    c.header('X-Request-Id', requestId);
+    await next();
+  });
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: deps.config.maxBodyBytes,
+      onError: () => {
+        throw new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit of ${deps.config.maxBodyBytes} bytes`);
+      },
+    }),
+  );
+
+  app.get('/health', async (c) => {
+    try {
+      await sql`SELECT 1`.execute(deps.db);
+      return sendJson(c, { status: 'ok', database: deps.dbKind });
+    } catch (error) {
+      deps.log.error('health check failed', { error, requestId: c.get('requestId') });
+      return sendJson(c, { status: 'unavailable', database: deps.dbKind }, 503);
+    }
+  });
+  app.route('/docs', docsRoutes());
+
+  const v1 = new Hono<Env>();
+  v1.get('/openapi.json', (c) => sendJson(c, openApi));
+  v1.use('*', authMiddleware(deps));
+  for (const route of routes) {
+    v1.on(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, ':$1'), (c) => handle(c, route, deps));
+  }
+  app.route('/v1', v1);
+  app.route('/api/v1', v1);
+
+  const matchers = routes.map((route) => ({
+    method: route.method.toUpperCase(),
+    pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
+  }));
+  app.notFound((c) => {
+    const prefix = API_PREFIX.exec(c.req.path);
+    if (prefix) {
+      const rest = c.req.path.slice(prefix[0].length);
+      const allowed = matchers.filter((m) => m.pattern.test(rest)).map((m) => m.method);
+      if (allowed.length > 0) {
+        c.header('Allow', [...new Set(allowed)].join(', '));
+        return sendError(c, new ApiError('METHOD_NOT_ALLOWED', `Method ${c.req.method} is not allowed on ${c.req.path}`));
+      }
+    }
+    return sendError(c, new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
+  });
+
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return sendError(c, error);
+    deps.log.error('request failed', { error, requestId: c.get('requestId'), method: c.req.method, path: c.req.path });
+    return sendError(c, new ApiError('INTERNAL_SERVER_ERROR', `Internal server error (request id ${c.get('requestId')})`));
+  });
+
+  return app;
+}
+
+async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
+  const auth = c.get('auth');
+  if ((route.permission ?? 'full') === 'full' && auth.permission !== 'full') {
+    throw new ApiError('FORBIDDEN', 'This API key may only send email; this call needs a key with full permission');
+  }
+  const params = route.params ? parseOrThrow(route.params, c.req.param()) : undefined;
+  const query = route.query ? parseOrThrow(route.query, c.req.query()) : undefined;
+  const body = route.body ? parseOrThrow(route.body, await readJsonBody(c)) : undefined;
+  const result = await route.handler({ params, query, body, auth, deps, c } as never);
+  return sendJson(c, result);
+}

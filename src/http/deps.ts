@@ -1,0 +1,12 @@
+import type { Config } from '../config.js';
+import type { Db, DatabaseKind } from '../db/connection.js';
+import type { Logger } from '../log.js';
+import type { RateLimiter } from './rate-limit.js';
+
+export type AppDeps = {
+  db: Db;
+  dbKind: DatabaseKind;
+  config: Config;
+  log: Logger;
+  rateLimiter: RateLimiter;
+};

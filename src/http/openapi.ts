@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import type { RouteDef } from './route.js';
+
+const errorSchema = {
+  type: 'object',
+  required: ['error', 'code'],
+  properties: {
+    error: { type: 'string', description: 'What went wrong, for people' },
+    code: {
+      type: 'string',
+      enum: [
+        'BAD_REQUEST', 'VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED',
+        'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_SERVER_ERROR',
+      ],
+    },
+    details: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['path', 'message'],
+        properties: { path: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+  },
+} as const;
+
+const errorResponses = {
+  '400': 'Malformed JSON or invalid fields (VALIDATION_ERROR names every one)',
+  '401': 'Missing, malformed or unknown API key',
+  '403': 'The key lacks the permission or domain scope for this call',
+  '404': 'No such resource in this team',
+  '409': 'The resource is in a state that forbids this',
+  '413': 'Body larger than the configured limit',
+  '415': 'Body is not JSON',
+  '429': 'Team rate limit exceeded; see Retry-After',
+};
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output') {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+}
+
+function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, location: 'path' | 'query') {
+  if (!schema) return [];
+  return Object.entries(schema.shape).map(([name, field]) => ({
+    name,
+    in: location,
+    required: location === 'path' || !(field as z.ZodType).safeParse(undefined).success,
+    schema: jsonSchema(field as z.ZodType, 'input'),
+  }));
+}
+
+/** The OpenAPI 3.1 document, built from the very schemas that validate each request. */
+export function buildOpenApi(routes: RouteDef[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const operation: Record<string, unknown> = {
+      operationId: `${route.method}${route.path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_m, ch: string) => ch.toUpperCase())}`,
+      tags: [route.tag],
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      'x-permission': route.permission ?? 'full',
+      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      ...(route.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+        : {}),
+      responses: {
+        '200': { description: 'OK', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
+        ...Object.fromEntries(
+          Object.entries(errorResponses).map(([status, description]) => [
+            status,
+            { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+          ]),
+        ),
+      },
+    };
+    (paths[`/v1${route.path}`] ??= {})[route.method] = operation;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Mailroom API',
+      version: '1.0.0',
+      description: 'Email sending API compatible with the useSend v1 public API. Every path is also served under /api/v1.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ bearerAuth: [] }],
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made with the CLI' } },
+      schemas: { Error: errorSchema },
+    },
+    paths,
+  };
+}

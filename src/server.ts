@@ -1,0 +1,76 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Config } from './config.js';
+import { openDatabase, type DatabaseHandle, type DatabaseSource } from './db/connection.js';
+import { migrate } from './db/migrate.js';
+import { createApp } from './http/app.js';
+import type { AppDeps } from './http/deps.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { createLogger, type Logger } from './log.js';
+
+export type RunningServer = {
+  url: string;
+  port: number;
+  deps: AppDeps;
+  /** Stops taking requests, lets the ones in flight finish, then closes the database. */
+  close(): Promise<void>;
+};
+
+export function databaseSourceFor(config: Config): DatabaseSource {
+  return config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir };
+}
+
+/** Opens the database and brings its schema up to date; shared by the server and the CLI. */
+export async function openMigratedDatabase(source: DatabaseSource, log: Logger): Promise<DatabaseHandle> {
+  const handle = await openDatabase(source);
+  try {
+    const applied = await migrate(handle.db);
+    if (applied.length > 0) log.info('migrations applied', { applied });
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
+}
+
+export async function startServer(
+  config: Config,
+  options: { database?: DatabaseSource; log?: Logger } = {},
+): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const database = await openMigratedDatabase(options.database ?? databaseSourceFor(config), log);
+  const deps: AppDeps = { db: database.db, dbKind: database.kind, config, log, rateLimiter: new RateLimiter() };
+  const app = createApp(deps);
+  const http = createAdaptorServer({ fetch: app.fetch }) as Server;
+  // Keep-alive sockets would otherwise hold a graceful close open until they time out.
+  http.keepAliveTimeout = 5_000;
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(config.port, config.host, () => resolve());
+    });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const { port } = http.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  log.info('listening', { url: `http://${host}:${port}`, database: database.kind });
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    deps,
+    close: () =>
+      (closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          http.close(() => resolve());
+          http.closeIdleConnections();
+        });
+        await database.close();
+      })()),
+  };
+}

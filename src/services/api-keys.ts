@@ -1,0 +1,80 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../db/connection.js';
+import type { Permission } from '../db/schema.js';
+import * as keys from '../data/api-keys.js';
+import { findDomainById } from '../data/domains.js';
+import { findTeam } from '../data/teams.js';
+import { ApiError, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+
+export type AuthContext = {
+  teamId: number;
+  keyId: string;
+  permission: Permission;
+  domainId: number | null;
+  rateLimitPerSecond: number | null;
+};
+
+const TOKEN_PREFIX = 'mr_';
+
+// Tokens carry 256 random bits, so a fast hash is enough: nothing can be guessed offline, and the
+// per-request lookup stays one hash plus one index probe.
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+export async function createApiKey(
+  db: Db,
+  input: { teamId: number; permission?: Permission; domainId?: number | null; name?: string | null },
+) {
+  if (!(await findTeam(db, input.teamId))) throw notFound(`Team ${input.teamId}`);
+  if (input.domainId != null && !(await findDomainById(db, input.teamId, input.domainId))) {
+    throw new ApiError('NOT_FOUND', `Domain ${input.domainId} not found in team ${input.teamId}`);
+  }
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const row = await keys.insertApiKey(db, {
+    id: `key_${newId(16)}`,
+    teamId: input.teamId,
+    name: input.name ?? null,
+    tokenHash: hashToken(token),
+    tokenHint: `${token.slice(0, 7)}…${token.slice(-4)}`,
+    permission: input.permission ?? 'full',
+    domainId: input.domainId ?? null,
+  });
+  return { id: row.id, apiKey: token, permission: row.permission, domainId: row.domain_id };
+}
+
+export async function authenticate(db: Db, token: string): Promise<AuthContext | null> {
+  if (!token.startsWith(TOKEN_PREFIX)) return null;
+  const row = await keys.findActiveKeyByHash(db, hashToken(token));
+  if (!row) return null;
+  return {
+    teamId: row.team_id,
+    keyId: row.id,
+    permission: row.permission,
+    domainId: row.domain_id,
+    rateLimitPerSecond: row.rate_limit_per_second,
+  };
+}
+
+export async function listApiKeys(db: Db, teamId: number) {
+  if (!(await findTeam(db, teamId))) throw notFound(`Team ${teamId}`);
+  const rows = await keys.listApiKeys(db, teamId);
+  return rows.map((row) => ({
+    id: row.id,
+    teamId: row.team_id,
+    name: row.name,
+    permission: row.permission,
+    domainId: row.domain_id,
+    hint: row.token_hint,
+    createdAt: row.created_at.toISOString(),
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+  }));
+}
+
+/** Revoking twice is harmless: the key stays revoked from the first time. */
+export async function revokeApiKey(db: Db, id: string) {
+  const revoked = await keys.revokeApiKey(db, id);
+  if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
+  const existing = await keys.findApiKey(db, id);
+  if (!existing) throw notFound(`API key ${id}`);
+  return { id: existing.id, revokedAt: existing.revoked_at!.toISOString() };
+}

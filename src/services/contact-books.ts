@@ -1,0 +1,111 @@
+import type { Db } from '../db/connection.js';
+import * as books from '../data/contact-books.js';
+import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
+import { invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { assertVerifiedSender } from './sender-domain.js';
+
+export const DOUBLE_OPT_IN_PLACEHOLDER = '{{doubleOptInUrl}}';
+export const DEFAULT_EMOJI = '📙';
+const DEFAULT_DOUBLE_OPT_IN_SUBJECT = 'Please confirm your subscription';
+const DEFAULT_DOUBLE_OPT_IN_CONTENT =
+  '<p>Please confirm that you want to receive our emails.</p>' +
+  `<p><a href="${DOUBLE_OPT_IN_PLACEHOLDER}">Confirm my subscription</a></p>` +
+  "<p>If you did not ask for this, ignore this email and you won't hear from us.</p>";
+
+export type ContactBook = ReturnType<typeof toContactBook>;
+
+export function toContactBook(row: ContactBookRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    teamId: row.team_id,
+    properties: row.properties,
+    variables: row.variables,
+    emoji: row.emoji,
+    doubleOptInEnabled: row.double_opt_in_enabled,
+    doubleOptInFrom: row.double_opt_in_from,
+    doubleOptInSubject: row.double_opt_in_subject,
+    doubleOptInContent: row.double_opt_in_content,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    _count: { contacts: row.contact_count },
+  };
+}
+
+export type CreateContactBookInput = Partial<Omit<ContactBookFields, 'name'>> & { name: string };
+export type UpdateContactBookInput = Partial<ContactBookFields>;
+
+/** The double opt-in rules, checked on the book as it will be once the change is applied. */
+async function assertDoubleOptIn(db: Db, teamId: number, book: ContactBookFields, changed: UpdateContactBookInput) {
+  if (changed.doubleOptInContent != null && !changed.doubleOptInContent.includes(DOUBLE_OPT_IN_PLACEHOLDER)) {
+    throw invalid('doubleOptInContent', `must contain the ${DOUBLE_OPT_IN_PLACEHOLDER} placeholder`);
+  }
+  if (!book.doubleOptInEnabled) return;
+  if (!book.doubleOptInFrom) {
+    throw invalid('doubleOptInFrom', 'is required when double opt-in is enabled: the address on a verified domain that sends the confirmation');
+  }
+  if (changed.doubleOptInEnabled || changed.doubleOptInFrom !== undefined) {
+    await assertVerifiedSender(db, teamId, book.doubleOptInFrom, 'doubleOptInFrom');
+  }
+}
+
+export async function createContactBook(db: Db, teamId: number, input: CreateContactBookInput) {
+  const fields: ContactBookFields = {
+    name: input.name,
+    emoji: input.emoji ?? DEFAULT_EMOJI,
+    properties: input.properties ?? {},
+    variables: input.variables ?? [],
+    doubleOptInEnabled: input.doubleOptInEnabled ?? false,
+    doubleOptInFrom: input.doubleOptInFrom ?? null,
+    doubleOptInSubject: input.doubleOptInSubject ?? DEFAULT_DOUBLE_OPT_IN_SUBJECT,
+    doubleOptInContent: input.doubleOptInContent ?? DEFAULT_DOUBLE_OPT_IN_CONTENT,
+  };
+  await assertDoubleOptIn(db, teamId, fields, input);
+  const id = newId();
+  await books.insertContactBook(db, teamId, id, fields);
+  return getContactBook(db, teamId, id);
+}
+
+export async function listContactBooks(db: Db, teamId: number) {
+  return (await books.listContactBooks(db, teamId)).map(toContactBook);
+}
+
+export async function getContactBook(db: Db, teamId: number, id: string) {
+  const row = await books.findContactBook(db, teamId, id);
+  if (!row) throw notFound('Contact book');
+  return toContactBook(row);
+}
+
+export async function updateContactBook(db: Db, teamId: number, id: string, input: UpdateContactBookInput) {
+  return db.transaction().execute(async (tx) => {
+    const current = await books.findContactBook(tx, teamId, id, true);
+    if (!current) throw notFound('Contact book');
+    const merged: ContactBookFields = {
+      name: input.name ?? current.name,
+      emoji: input.emoji ?? current.emoji,
+      properties: input.properties ?? current.properties,
+      variables: input.variables ?? current.variables,
+      doubleOptInEnabled: input.doubleOptInEnabled ?? current.double_opt_in_enabled,
+      doubleOptInFrom: input.doubleOptInFrom !== undefined ? input.doubleOptInFrom : current.double_opt_in_from,
+      doubleOptInSubject: input.doubleOptInSubject ?? current.double_opt_in_subject,
+      doubleOptInContent: input.doubleOptInContent ?? current.double_opt_in_content,
+    };
+    await assertDoubleOptIn(tx, teamId, merged, input);
+    await books.updateContactBook(tx, teamId, id, input);
+    return toContactBook((await books.findContactBook(tx, teamId, id))!);
+  });
+}
+
+export async function deleteContactBook(db: Db, teamId: number, id: string) {
+  return db.transaction().execute(async (tx) => {
+    const current = await books.findContactBook(tx, teamId, id, true);
+    if (!current) throw notFound('Contact book');
+    await books.deleteContactBook(tx, teamId, id);
+    return {
+      id,
+      success: true,
+      message: `Contact book deleted with its ${current.contact_count} contact${current.contact_count === 1 ? '' : 's'}`,
+    };
+  });
+}

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+let server: TestServer;
+let key: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  ({ apiKey: key } = await server.team());
+});
+afterAll(() => server.stop());
+
+describe('contact books', () => {
+  it('a created book is returned whole, with defaults and an exact contact count', async () => {
+    const created = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'Newsletter' } });
+    expect(created.status).toBe(200);
+    expect(created.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(created.body).toMatchObject({
+      name: 'Newsletter',
+      emoji: '📙',
+      doubleOptInEnabled: false,
+      variables: [],
+      properties: {},
+      _count: { contacts: 0 },
+    });
+    expect(created.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const fetched = await server.call('GET', `/api/v1/contactBooks/${created.body.id}`, { key });
+    expect(fetched.body).toEqual(created.body);
+  });
+
+  it('variables are validated and a PATCH replaces the list', async () => {
+    const { body: book } = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'Vars', variables: ['plan'] } });
+    const patched = await server.call('PATCH', `/v1/contactBooks/${book.id}`, { key, body: { variables: ['company', 'city'] } });
+    expect(patched.body.variables).toEqual(['company', 'city']);
+    for (const bad of [['1abc'], ['email'], ['Plan', 'plan'], ['with space']]) {
+      const res = await server.call('PATCH', `/v1/contactBooks/${book.id}`, { key, body: { variables: bad } });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('VALIDATION_ERROR');
+      expect(res.body.details[0].path).toMatch(/^variables\.\d$/);
+    }
+    expect((await server.call('GET', `/v1/contactBooks/${book.id}`, { key })).body.variables).toEqual(['company', 'city']);
+  });
+
+  it('double opt-in cannot be enabled without a verified sending domain', async () => {
+    const { body: book } = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'DOI' } });
+    const noFrom = await server.call('PATCH', `/v1/contactBooks/${book.id}`, { key, body: { doubleOptInEnabled: true } });
+    expect(noFrom.status).toBe(400);
+    expect(noFrom.body.details[0].path).toBe('doubleOptInFrom');
+    const unknown = await server.call('PATCH', `/v1/contactBooks/${book.id}`, {
+      key,
+      body: { doubleOptInEnabled: true, doubleOptInFrom: 'News <news@example.com>' },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toContain('example.com');
+    const noPlaceholder = await server.call('PATCH', `/v1/contactBooks/${book.id}`, {
+      key,
+      body: { doubleOptInContent: '<p>Confirm please</p>' },
+    });
+    expect(noPlaceholder.status).toBe(400);
+    expect(noPlaceholder.body.error).toContain('{{doubleOptInUrl}}');
+    const after = await server.call('GET', `/v1/contactBooks/${book.id}`, { key });
+    expect(after.body).toEqual(book);
+  });
+
+  it('a deleted book is gone with its contacts', async () => {
+    const { body: book } = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'Gone' } });
+    const res = await server.call('DELETE', `/v1/contactBooks/${book.id}`, { key });
+    expect(res.body).toMatchObject({ id: book.id, success: true });
+    expect((await server.call('GET', `/v1/contactBooks/${book.id}`, { key })).status).toBe(404);
+    expect((await server.call('DELETE', `/v1/contactBooks/${book.id}`, { key })).status).toBe(404);
+  });
+});

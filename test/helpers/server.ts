@@ -1,0 +1,56 @@
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { createApiKey } from '../../src/services/api-keys.js';
+import { createTeam } from '../../src/services/teams.js';
+import type { Permission } from '../../src/db/schema.js';
+import { createTestDatabase } from './database.js';
+
+export type TestServer = RunningServer & {
+  /** A new team with a full-permission key. */
+  team(name?: string): Promise<{ teamId: number; apiKey: string }>;
+  key(teamId: number, permission: Permission, domainId?: number): Promise<string>;
+  /** Calls the API over real HTTP and returns status, headers and parsed JSON body. */
+  call(method: string, path: string, options?: CallOptions): Promise<CallResult>;
+  stop(): Promise<void>;
+};
+
+export type CallOptions = { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> };
+export type CallResult = { status: number; headers: Headers; body: any };
+
+/** Starts the real server on a loopback port with a fresh database of this run's kind. */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const database = await createTestDatabase();
+  const config: Config = loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', ...env });
+  const server = await startServer(config, { database: database.source, log: createLogger(config.logLevel) });
+  const { db } = server.deps;
+  return {
+    ...server,
+    team: async (name = 'Team') => createTeam(db, name),
+    key: async (teamId, permission, domainId) => (await createApiKey(db, { teamId, permission, domainId })).apiKey,
+    call: (method, path, options = {}) => call(server.url, method, path, options),
+    stop: async () => {
+      await server.close();
+      await database.drop();
+    },
+  };
+}
+
+export async function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(baseUrl + path, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Left as text: the assertions on it will say what came back.
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
