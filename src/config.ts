@@ -1,7 +1,39 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
+import { domainToASCII } from 'node:url';
 import { z } from 'zod';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const hours = (fallback: number) => z.coerce.number().positive().max(24 * 366).default(fallback);
+
+// Operator-given names may be one label (`localhost`) and may start with `_` (`_spf.example.com`).
+const OPERATOR_LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
+const hostName = z.string().transform((value, ctx) => {
+  const ascii = domainToASCII(value.trim());
+  if (!ascii || ascii.length > 253 || !ascii.split('.').every((label) => OPERATOR_LABEL.test(label))) {
+    ctx.addIssue({ code: 'custom', message: 'must be a DNS host name' });
+    return z.NEVER;
+  }
+  return ascii;
+});
+
+const list = (value: string) => value.split(',').map((item) => item.trim()).filter(Boolean);
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `ip`, `ip:port`, `[ipv6]` or `[ipv6]:port`, as node:dns setServers takes them. */
+function isDnsServer(entry: string): boolean {
+  const match = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(entry);
+  if (!match) return isIP(entry) === 6;
+  return isIP(match[1]!) !== 0 && (match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535));
+}
 
 const envSchema = z.object({
   PORT: port(3000),
@@ -16,6 +48,35 @@ const envSchema = z.object({
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  DNS_SERVERS: z
+    .string()
+    .transform(list)
+    .refine((servers) => servers.every(isDnsServer), 'must be a comma-separated list of ip[:port] (IPv6 as [ip]:port)')
+    .optional(),
+  DNS_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(3000),
+  RETURN_PATH_SUBDOMAIN: hostName.default('mail'),
+  INBOUND_MX_HOST: hostName.optional(),
+  SPF_INCLUDE: hostName.optional(),
+  REGIONS: z
+    .string()
+    .transform(list)
+    .refine((regions) => regions.length > 0 && regions.every((r) => /^[A-Za-z0-9_-]{1,64}$/.test(r)), 'must be a comma-separated list of region names')
+    .default(['us-east-1']),
+  AUTO_VERIFY: z.stringbool().default(false),
+  DOMAIN_VERIFICATION_WINDOW_HOURS: hours(72),
+  DOMAIN_RECHECK_HOURS: hours(24),
+  DOMAIN_WORKER_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
+  SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional(),
+  SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
+  SMTP_MAX_MESSAGES_PER_CONNECTION: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  SMTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  SCHEDULE_TIMEZONE: z.string().refine(isTimeZone, 'must be an IANA time zone name such as UTC or Europe/Berlin').default('UTC'),
+  DISPATCH_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(100),
+  DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
+  DISPATCH_LEASE_SECONDS: z.coerce.number().positive().max(86_400).default(300),
+  SEND_RETRY_WINDOW_HOURS: hours(24),
+  SEND_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
 });
 
 export type Config = {
@@ -28,6 +89,34 @@ export type Config = {
   rateLimitPerSecond: number;
   maxBodyBytes: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Resolvers for domain verification; empty means the system's. */
+  dnsServers: string[];
+  dnsTimeoutMs: number;
+  returnPathSubdomain: string;
+  inboundMxHost: string;
+  spfInclude: string;
+  regions: string[];
+  /** Whether creating a domain starts its verification without a PUT .../verify. */
+  autoVerify: boolean;
+  domainVerificationWindowMs: number;
+  domainRecheckMs: number;
+  domainWorkerPollMs: number;
+  /** Unset: the capture transport (.eml files under DATA_DIR/outbox). */
+  smtpUrl: string | undefined;
+  smtpPoolSize: number;
+  smtpMaxMessagesPerConnection: number;
+  smtpTimeoutMs: number;
+  /** IANA name; natural-language scheduledAt values are read in it. */
+  scheduleTimeZone: string;
+  dispatchBatchSize: number;
+  /** Claimed batches in flight at once per process; with the batch size, the most mail a crash can send twice. */
+  dispatchConcurrency: number;
+  dispatchPollMs: number;
+  dispatchLeaseMs: number;
+  /** Temporary failures are retried until this long after the email was due, then it FAILED. */
+  sendRetryWindowMs: number;
+  /** The first retry's delay; each next one doubles (capped at an hour), with jitter. */
+  sendRetryBaseMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -46,15 +135,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const linkHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
+  const publicUrl = (e.PUBLIC_URL ?? `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${e.PORT}`).replace(/\/+$/, '');
+  const inboundMxHost = e.INBOUND_MX_HOST ?? mxHostOf(publicUrl);
   return {
     port: e.PORT,
     host: e.HOST,
-    publicUrl: (e.PUBLIC_URL ?? `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${e.PORT}`).replace(/\/+$/, ''),
+    publicUrl,
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(e.DATA_DIR),
     role: e.ROLE,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     maxBodyBytes: e.MAX_BODY_BYTES,
     logLevel: e.LOG_LEVEL,
+    dnsServers: e.DNS_SERVERS ?? [],
+    dnsTimeoutMs: e.DNS_TIMEOUT_MS,
+    returnPathSubdomain: e.RETURN_PATH_SUBDOMAIN,
+    inboundMxHost,
+    // The conventional place for a sender's SPF policy (like _spf.google.com): the operator lists
+    // the outbound IPs there once, and every customer domain includes it.
+    spfInclude: e.SPF_INCLUDE ?? `_spf.${inboundMxHost}`,
+    regions: e.REGIONS,
+    autoVerify: e.AUTO_VERIFY,
+    domainVerificationWindowMs: e.DOMAIN_VERIFICATION_WINDOW_HOURS * 3_600_000,
+    domainRecheckMs: e.DOMAIN_RECHECK_HOURS * 3_600_000,
+    domainWorkerPollMs: e.DOMAIN_WORKER_POLL_MS,
+    smtpUrl: e.SMTP_URL,
+    smtpPoolSize: e.SMTP_POOL_SIZE,
+    smtpMaxMessagesPerConnection: e.SMTP_MAX_MESSAGES_PER_CONNECTION,
+    smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
+    scheduleTimeZone: e.SCHEDULE_TIMEZONE,
+    dispatchBatchSize: e.DISPATCH_BATCH_SIZE,
+    dispatchConcurrency: e.DISPATCH_CONCURRENCY,
+    dispatchPollMs: e.DISPATCH_POLL_MS,
+    dispatchLeaseMs: e.DISPATCH_LEASE_SECONDS * 1000,
+    sendRetryWindowMs: e.SEND_RETRY_WINDOW_HOURS * 3_600_000,
+    sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
   };
+}
+
+/** The public host receives the bounces too; an IP literal cannot be an MX target, so then `localhost`. */
+function mxHostOf(publicUrl: string): string {
+  const host = new URL(publicUrl).hostname;
+  return isIP(host.replace(/^\[|\]$/g, '')) ? 'localhost' : host;
 }

@@ -1,13 +1,18 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
+import { parseCommand } from './cli/commands.js';
+import { controlSocketPath, serveControlSocket } from './cli/control-socket.js';
 import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle, type DatabaseSource } from './db/connection.js';
+import { lockDataDir } from './db/data-dir-lock.js';
 import { migrate } from './db/migrate.js';
+import { startDomainWorker } from './domains/worker.js';
 import { createApp } from './http/app.js';
 import type { AppDeps } from './http/deps.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { createLogger, type Logger } from './log.js';
+import { startDispatcher } from './sending/dispatcher.js';
 
 export type RunningServer = {
   url: string;
@@ -34,12 +39,43 @@ export async function openMigratedDatabase(source: DatabaseSource, log: Logger):
   return handle;
 }
 
+/**
+ * The server's database. The embedded one also holds the data-directory lock (PGlite allows one
+ * process per directory) and serves the CLI's commands on the control socket, since the CLI
+ * cannot open the directory itself meanwhile; closing the handle releases all three.
+ */
+async function openServerDatabase(source: DatabaseSource, log: Logger): Promise<DatabaseHandle> {
+  if (!('dataDir' in source)) return openMigratedDatabase(source, log);
+  const lock = await lockDataDir(source.dataDir);
+  try {
+    const database = await openMigratedDatabase(source, log);
+    try {
+      const execute = (command: string[]) => parseCommand(command).run(database.db);
+      const control = await serveControlSocket(controlSocketPath(source.dataDir), execute, log);
+      return {
+        ...database,
+        close: async () => {
+          await control.close();
+          await database.close();
+          await lock.release();
+        },
+      };
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
 export async function startServer(
   config: Config,
   options: { database?: DatabaseSource; log?: Logger } = {},
 ): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
-  const database = await openMigratedDatabase(options.database ?? databaseSourceFor(config), log);
+  const database = await openServerDatabase(options.database ?? databaseSourceFor(config), log);
   const deps: AppDeps = { db: database.db, dbKind: database.kind, config, log, rateLimiter: new RateLimiter() };
   const app = createApp(deps);
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
@@ -58,6 +94,8 @@ export async function startServer(
   const { port } = http.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   log.info('listening', { url: `http://${host}:${port}`, database: database.kind });
+  const domainWorker = config.role === 'api' ? null : startDomainWorker(deps);
+  const dispatcher = config.role === 'api' ? null : startDispatcher(deps);
 
   let closing: Promise<void> | undefined;
   return {
@@ -70,6 +108,8 @@ export async function startServer(
           http.close(() => resolve());
           http.closeIdleConnections();
         });
+        await domainWorker?.stop();
+        await dispatcher?.stop();
         await database.close();
       })()),
   };

@@ -1,4 +1,8 @@
 import type { RouteDef } from '../http/route.js';
 import { contactBookRoutes } from './contact-books.js';
+import { contactRoutes } from './contacts.js';
+import { domainRoutes } from './domains.js';
+import { emailRoutes } from './emails.js';
+import { suppressionRoutes } from './suppressions.js';
 
-export const apiRoutes: RouteDef[] = [...contactBookRoutes];
+export const apiRoutes: RouteDef[] = [...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];

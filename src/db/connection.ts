@@ -20,6 +20,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export async function openDatabase(source: DatabaseSource): Promise<DatabaseHandle> {
   if ('url' in source) {
     const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10 });
+    // An idle connection that the server ends (restart, failover, admin termination) is dropped by
+    // the pool and replaced on demand; unheard, the pool's 'error' event would end the process.
+    pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }

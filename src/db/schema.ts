@@ -17,6 +17,9 @@ export interface TeamsTable {
   updated_at: Timestamp;
 }
 
+/** Nullable and optional on insert. */
+type Optional<T> = ColumnType<T | null, T | null | undefined, T | null>;
+
 export interface DomainsTable {
   id: Generated<number>;
   team_id: number;
@@ -25,6 +28,25 @@ export interface DomainsTable {
   status: Generated<DomainStatus>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  subdomain: string | null;
+  dkim_selector: string;
+  dkim_private_key: string;
+  dkim_public_key: string;
+  click_tracking: Generated<boolean>;
+  open_tracking: Generated<boolean>;
+  dkim_status: Generated<DomainStatus>;
+  spf_status: Generated<DomainStatus>;
+  mx_status: Generated<DomainStatus>;
+  dmarc_status: Generated<DomainStatus>;
+  is_verifying: Generated<boolean>;
+  last_checked_at: Optional<Date>;
+  verification_error: Optional<string>;
+  error_message: Optional<string>;
+  verification_started_at: Optional<Date>;
+  next_check_at: Optional<Date>;
+  check_attempts: Generated<number>;
+  claim_token: Optional<string>;
+  claimed_until: Optional<Date>;
 }
 
 export interface ApiKeysTable {
@@ -70,10 +92,70 @@ export interface ContactsTable {
   updated_at: Timestamp;
 }
 
+export type EmailStatus =
+  | 'SCHEDULED' | 'QUEUED' | 'SENT' | 'DELIVERY_DELAYED' | 'DELIVERED' | 'BOUNCED' | 'COMPLAINED'
+  | 'OPENED' | 'CLICKED' | 'CANCELLED' | 'FAILED' | 'REJECTED' | 'SUPPRESSED';
+export type SuppressionReason = 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL';
+export type StoredAttachment = { filename: string; contentType: string; content: string };
+
+export interface EmailsTable {
+  team_id: number;
+  id: string;
+  domain_id: number | null;
+  from_address: string;
+  to_addresses: Json<string[]>;
+  cc_addresses: Json<string[]>;
+  bcc_addresses: Json<string[]>;
+  reply_to_addresses: Json<string[]>;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Json<Record<string, string>>;
+  attachments: Json<StoredAttachment[]>;
+  message_id: string;
+  status: EmailStatus;
+  scheduled_at: Optional<Date>;
+  send_at: Optional<Date>;
+  attempts: Generated<number>;
+  claimed_by: Optional<string>;
+  lease_until: Optional<Date>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface EmailEventsTable {
+  team_id: number;
+  email_id: string;
+  seq: Generated<number>;
+  status: EmailStatus;
+  data: Json<Record<string, unknown> | null>;
+  created_at: Timestamp;
+}
+
+export interface SuppressionsTable {
+  team_id: number;
+  email: string;
+  reason: SuppressionReason;
+  source_email_id: Optional<string>;
+  created_at: Timestamp;
+}
+
+export interface IdempotencyKeysTable {
+  team_id: number;
+  key: string;
+  request_hash: string;
+  response: Json<unknown>;
+  created_at: Timestamp;
+}
+
 export interface Database {
   teams: TeamsTable;
   domains: DomainsTable;
   api_keys: ApiKeysTable;
   contact_books: ContactBooksTable;
   contacts: ContactsTable;
+  emails: EmailsTable;
+  email_events: EmailEventsTable;
+  suppressions: SuppressionsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { sql } from 'kysely';
+import type { z } from 'zod';
 import { ApiError } from '../errors.js';
-import { parseOrThrow } from '../validation.js';
+import { parseOrThrow, validationError } from '../validation.js';
 import { apiRoutes } from '../api/index.js';
 import { authMiddleware, type AuthContext } from './auth.js';
 import type { AppDeps } from './deps.js';
@@ -29,15 +30,6 @@ export function createApp(deps: AppDeps) {
     c.header('X-Request-Id', requestId);
     await next();
   });
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: deps.config.maxBodyBytes,
-      onError: () => {
-        throw new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit of ${deps.config.maxBodyBytes} bytes`);
-      },
-    }),
-  );
 
   app.get('/health', async (c) => {
     try {
@@ -53,6 +45,17 @@ export function createApp(deps: AppDeps) {
   const v1 = new Hono<Env>();
   v1.get('/openapi.json', (c) => sendJson(c, openApi));
   v1.use('*', authMiddleware(deps));
+  // After auth, so only a known team's requests are read (a chunked body is buffered to measure
+  // it), each one is charged to its rate limit, and a 413 carries the rate-limit headers too.
+  v1.use(
+    '*',
+    bodyLimit({
+      maxSize: deps.config.maxBodyBytes,
+      onError: () => {
+        throw new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit of ${deps.config.maxBodyBytes} bytes`);
+      },
+    }),
+  );
   for (const route of routes) {
     v1.on(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, ':$1'), (c) => handle(c, route, deps));
   }
@@ -61,15 +64,18 @@ export function createApp(deps: AppDeps) {
 
   const matchers = routes.map((route) => ({
     method: route.method.toUpperCase(),
-    pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, '[^/]+')}/?$`),
+    // Exactly what the router matches: a path it would not serve must not be reported as a 405.
+    pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, '[^/]+')}$`),
   }));
   app.notFound((c) => {
     const prefix = API_PREFIX.exec(c.req.path);
     if (prefix) {
       const rest = c.req.path.slice(prefix[0].length);
-      const allowed = matchers.filter((m) => m.pattern.test(rest)).map((m) => m.method);
-      if (allowed.length > 0) {
-        c.header('Allow', [...new Set(allowed)].join(', '));
+      const allowed = new Set(matchers.filter((m) => m.pattern.test(rest)).map((m) => m.method));
+      if (allowed.size > 0) {
+        // Hono answers HEAD with the GET handler, so wherever GET is allowed, HEAD is too.
+        if (allowed.has('GET')) allowed.add('HEAD');
+        c.header('Allow', [...allowed].join(', '));
         return sendError(c, new ApiError('METHOD_NOT_ALLOWED', `Method ${c.req.method} is not allowed on ${c.req.path}`));
       }
     }
@@ -90,9 +96,29 @@ async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   if ((route.permission ?? 'full') === 'full' && auth.permission !== 'full') {
     throw new ApiError('FORBIDDEN', 'This API key may only send email; this call needs a key with full permission');
   }
-  const params = route.params ? parseOrThrow(route.params, c.req.param()) : undefined;
-  const query = route.query ? parseOrThrow(route.query, c.req.query()) : undefined;
-  const body = route.body ? parseOrThrow(route.body, await readJsonBody(c)) : undefined;
+  const params = route.params ? parseInput(route.params, c.req.param()) : undefined;
+  const query = route.query ? parseInput(route.query, c.req.query()) : undefined;
+  const body = route.body ? parseInput(route.body, await readJsonBody(c)) : undefined;
   const result = await route.handler({ params, query, body, auth, deps, c } as never);
   return sendJson(c, result);
+}
+
+// PostgreSQL text and jsonb hold only well-formed Unicode without U+0000: a NUL or an unpaired
+// surrogate (which JSON's \u escapes can carry) is the caller's mistake, refused before any schema
+// or handler can pass it on to fail in the database as a 500.
+const UNSTORABLE = /[\0\p{Cs}]/u;
+const UNSTORABLE_MESSAGE = 'must be Unicode text without NUL characters or unpaired surrogates';
+
+function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+  const unstorable = unstorablePaths(input);
+  if (unstorable.length > 0) throw validationError(unstorable.map((path) => ({ path, message: UNSTORABLE_MESSAGE })));
+  return parseOrThrow(schema, input);
+}
+
+function unstorablePaths(value: unknown, path: string[] = []): string[] {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? [path.join('.') || '(body)'] : [];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, item]) =>
+    UNSTORABLE.test(key) ? [[...path, JSON.stringify(key).slice(1, -1)].join('.')] : unstorablePaths(item, [...path, key]),
+  );
 }

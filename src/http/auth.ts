@@ -5,7 +5,8 @@ import type { AppDeps } from './deps.js';
 
 export type { AuthContext };
 
-const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
+// The scheme is case-insensitive and may be followed by several spaces (RFC 9110 §11.4).
+const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
 
 /** Resolves the bearer token to its team and key, then charges the team's rate limit. */
 export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { auth: AuthContext } }> {

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
@@ -21,7 +24,11 @@ export type CallResult = { status: number; headers: Headers; body: any };
 /** Starts the real server on a loopback port with a fresh database of this run's kind. */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const database = await createTestDatabase();
-  const config: Config = loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', ...env });
+  // Its own data directory: the capture transport writes the outbox there.
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
+  const config: Config = loadConfig({
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', DATA_DIR: dataDir, ...env,
+  });
   const server = await startServer(config, { database: database.source, log: createLogger(config.logLevel) });
   const { db } = server.deps;
   return {
@@ -32,6 +39,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     stop: async () => {
       await server.close();
       await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

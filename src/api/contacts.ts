@@ -1,0 +1,214 @@
+import { z } from 'zod';
+import { normalizeEmail } from '../email-address.js';
+import { defineRoute } from '../http/route.js';
+import * as service from '../services/contacts.js';
+import type { BulkRow } from '../services/contacts.js';
+import { issuesToDetails } from '../validation.js';
+import { contactBookParams } from './contact-books.js';
+
+const TAG = 'Contacts';
+const MAX_BULK_CONTACTS = 10_000;
+const MAX_FILTER_VALUES = 1_000;
+
+const email = z
+  .string()
+  .meta({ format: 'email', description: 'Trimmed, domain lower-cased; unique in the book whatever its case' })
+  .transform((value, ctx) => {
+    const normalized = normalizeEmail(value);
+    if (normalized === null) {
+      ctx.addIssue({ code: 'custom', message: 'must be a valid email address' });
+      return z.NEVER;
+    }
+    return normalized;
+  });
+
+// null clears a name; leaving the field out keeps it.
+const name = z.string().trim().max(255).nullable();
+
+const contactFields = {
+  email,
+  firstName: name,
+  lastName: name,
+  properties: z.record(z.string().min(1).max(256), z.string().max(10_000)),
+  subscribed: z.boolean(),
+};
+
+export const updateContactBody = z.object(contactFields).partial();
+export const createContactBody = updateContactBody.required({ email: true });
+
+/** Each row is checked on its own, so one bad row is reported instead of failing the others. */
+const bulkRow = z.unknown().transform((row): BulkRow => {
+  const result = createContactBody.safeParse(row);
+  if (result.success) return { contact: result.data };
+  const given = typeof row === 'object' && row !== null ? (row as { email?: unknown }).email : undefined;
+  const message = issuesToDetails(result.error.issues)
+    .map((detail) => (detail.path === '(body)' ? detail.message : `${detail.path}: ${detail.message}`))
+    .join('; ');
+  return { email: typeof given === 'string' ? given : null, message };
+});
+
+const { $schema: _ignored, ...bulkRowJsonSchema } = z.toJSONSchema(createContactBody, { io: 'input' });
+
+export const bulkContactsBody = z
+  .array(bulkRow)
+  .max(MAX_BULK_CONTACTS, `must contain at most ${MAX_BULK_CONTACTS} contacts; split larger imports into several requests`)
+  // The rows are parsed one by one above; this tells OpenAPI what each row looks like.
+  .meta({ items: bulkRowJsonSchema });
+
+export const bulkDeleteBody = z.object({
+  contactIds: z.array(z.string().min(1).max(320)).min(1).max(MAX_BULK_CONTACTS),
+});
+
+const commaList = z
+  .string()
+  .transform((value) => value.split(',').map((part) => part.trim()).filter(Boolean))
+  .pipe(z.array(z.string().max(320)).max(MAX_FILTER_VALUES));
+
+export const listContactsQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  emails: commaList.optional(),
+  ids: commaList.optional(),
+  subscribed: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+});
+
+export const contactSchema = z.object({
+  id: z.string(),
+  firstName: z.string().nullable(),
+  lastName: z.string().nullable(),
+  email: z.string(),
+  subscribed: z.boolean(),
+  unsubscribeReason: z.enum(['UNSUBSCRIBED', 'BOUNCED', 'COMPLAINED']).nullable(),
+  properties: z.record(z.string(), z.string()),
+  contactBookId: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+/** A contact is addressed by its id or by its email address (case-insensitive). */
+const contactParams = contactBookParams.extend({ contactId: z.string().min(3).max(320) });
+const upsertParams = contactBookParams.extend({
+  contactId: contactParams.shape.contactId.refine((id) => id !== 'bulk', {
+    message: '"bulk" is reserved: DELETE .../contacts/bulk is the bulk delete, so such a contact could not be deleted',
+  }),
+});
+
+const contactIdResponse = z.object({ contactId: z.string() });
+
+const SUBSCRIPTION_RULES =
+  '`subscribed: false` unsubscribes (reason `UNSUBSCRIBED` unless the contact already bounced or complained); ' +
+  '`subscribed: true` resubscribes and clears the reason; leaving it out changes neither. In a book with double ' +
+  'opt-in, a new contact starts unsubscribed and pending confirmation whatever the body says, and a pending ' +
+  "contact's `subscribed` only changes when it confirms. `properties`, when given, replaces the contact's properties.";
+
+export const contactRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/contactBooks/{contactBookId}/contacts',
+    tag: TAG,
+    summary: 'List the contacts of a book',
+    description:
+      'Oldest first. Filters combine: `emails` and `ids` are comma-separated lists (addresses match ' +
+      'case-insensitively), `subscribed` is `true` or `false`. The response header `X-Total-Count` gives the ' +
+      'number of contacts matching the filters across all pages.',
+    params: contactBookParams,
+    query: listContactsQuery,
+    response: z.array(contactSchema),
+    handler: async ({ deps, auth, params, query, c }) => {
+      const { contacts, total } = await service.listContacts(deps.db, auth.teamId, params.contactBookId, query);
+      c.header('X-Total-Count', String(total));
+      return contacts;
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/contactBooks/{contactBookId}/contacts',
+    tag: TAG,
+    summary: 'Create a contact, or update the one with the same email address',
+    description: SUBSCRIPTION_RULES,
+    params: contactBookParams,
+    body: createContactBody,
+    response: contactIdResponse,
+    handler: ({ deps, auth, params, body }) => service.createContact(deps.db, auth.teamId, params.contactBookId, body),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/contactBooks/{contactBookId}/contacts/bulk',
+    tag: TAG,
+    summary: 'Create or update up to 10,000 contacts by email address',
+    description:
+      'The body is an array of contacts. Each row is validated on its own: valid rows are saved in one ' +
+      'transaction, invalid ones (and rows repeating an earlier row\'s address) are listed in `errors` by ' +
+      'index. `count` = `created` + `updated`, where `updated` counts the existing contacts the rows matched ' +
+      '(their `updatedAt` moves only when something changed). ' + SUBSCRIPTION_RULES,
+    params: contactBookParams,
+    body: bulkContactsBody,
+    response: z.object({
+      message: z.string(),
+      count: z.number().int(),
+      created: z.number().int(),
+      updated: z.number().int(),
+      errors: z.array(z.object({ index: z.number().int(), email: z.string().nullable(), message: z.string() })),
+    }),
+    handler: ({ deps, auth, params, body }) => service.bulkUpsertContacts(deps.db, auth.teamId, params.contactBookId, body),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/contactBooks/{contactBookId}/contacts/bulk',
+    tag: TAG,
+    summary: 'Delete several contacts by id or email address',
+    description: '`count` is how many contacts were deleted; ids that match nothing are skipped.',
+    params: contactBookParams,
+    body: bulkDeleteBody,
+    response: z.object({ success: z.boolean(), count: z.number().int() }),
+    handler: ({ deps, auth, params, body }) =>
+      service.bulkDeleteContacts(deps.db, auth.teamId, params.contactBookId, body.contactIds),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/contactBooks/{contactBookId}/contacts/{contactId}',
+    tag: TAG,
+    summary: 'Get a contact by id or email address',
+    params: contactParams,
+    response: contactSchema,
+    handler: ({ deps, auth, params }) => service.getContact(deps.db, auth.teamId, params.contactBookId, params.contactId),
+  }),
+  defineRoute({
+    method: 'put',
+    path: '/contactBooks/{contactBookId}/contacts/{contactId}',
+    tag: TAG,
+    summary: 'Create or update the contact the path names',
+    description:
+      'Updates the contact whose id is `contactId`, or whose email address it is (case-insensitive); ' +
+      'otherwise creates it, with `contactId` as its id unless it is an email address (so your own user ids ' +
+      'work). Creating needs `email` in the body unless `contactId` is the address; when it is, a body ' +
+      '`email` must be that address. Repeating the same PUT changes nothing. Moving a contact onto an ' +
+      'address another contact of the book has: 409. ' + SUBSCRIPTION_RULES,
+    params: upsertParams,
+    body: updateContactBody,
+    response: contactIdResponse,
+    handler: ({ deps, auth, params, body }) =>
+      service.upsertContact(deps.db, auth.teamId, params.contactBookId, params.contactId, body),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/contactBooks/{contactBookId}/contacts/{contactId}',
+    tag: TAG,
+    summary: 'Update a contact by id or email address',
+    description: 'Changing `email` to an address another contact of the book has: 409. ' + SUBSCRIPTION_RULES,
+    params: contactParams,
+    body: updateContactBody,
+    response: contactIdResponse,
+    handler: ({ deps, auth, params, body }) =>
+      service.updateContact(deps.db, auth.teamId, params.contactBookId, params.contactId, body),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/contactBooks/{contactBookId}/contacts/{contactId}',
+    tag: TAG,
+    summary: 'Delete a contact by id or email address',
+    params: contactParams,
+    response: z.object({ success: z.boolean() }),
+    handler: ({ deps, auth, params }) => service.deleteContact(deps.db, auth.teamId, params.contactBookId, params.contactId),
+  }),
+];

@@ -1,0 +1,185 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { invalid } from '../errors.js';
+import { defineRoute } from '../http/route.js';
+import * as service from '../services/emails.js';
+import { OWN_HEADERS, OWN_HEADER_PREFIXES } from '../sending/message.js';
+
+const TAG = 'Emails';
+
+export const EMAIL_STATUSES = [
+  'SCHEDULED', 'QUEUED', 'SENT', 'DELIVERY_DELAYED', 'DELIVERED', 'BOUNCED', 'COMPLAINED',
+  'OPENED', 'CLICKED', 'CANCELLED', 'FAILED', 'REJECTED', 'SUPPRESSED',
+] as const;
+const MAX_BATCH = 100;
+const MAX_ATTACHMENTS = 10;
+const MAX_HEADERS = 50;
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const ISO_DATE = /^\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d))?$/i;
+
+const addresses = z.union([z.string().max(10_000), z.array(z.string().max(1000)).max(service.MAX_RECIPIENTS)]);
+const scheduledAt = z.string().trim().min(1).max(200);
+
+const headers = z
+  .record(
+    z.string().regex(/^[!-9;-~]{1,100}$/, 'header names are 1 to 100 printable ASCII characters without spaces or colons'),
+    z.string().max(900).regex(/^[^\r\n]*$/, 'header values may not contain line breaks'),
+  )
+  .refine((value) => Object.keys(value).length <= MAX_HEADERS, `must have at most ${MAX_HEADERS} headers`);
+
+const attachment = z.object({
+  filename: z.string().min(1).max(255).regex(/^[^\p{Cc}/\\]+$/u, 'must be a file name without slashes or control characters'),
+  content: z
+    .string()
+    .min(1)
+    .transform((value) => value.replace(/\s+/g, ''))
+    .refine((value) => value.length > 0 && BASE64.test(value), 'must be base64'),
+  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a MIME type such as application/pdf').max(255).optional(),
+});
+
+export const emailBody = z.object({
+  to: addresses.describe(`One address or an array; comma-separated lists are split. At most ${service.MAX_RECIPIENTS}.`),
+  from: z.string().min(1).max(1000).describe('`addr@domain` or `Name <addr@domain>` on a verified domain of the team'),
+  subject: z.string().min(1).max(998),
+  html: z.string().max(5_000_000).nullable().optional(),
+  text: z.string().max(5_000_000).nullable().optional().describe('Derived from html when absent'),
+  replyTo: addresses.optional(),
+  cc: addresses.optional(),
+  bcc: addresses.optional().describe('Delivered to, never shown in the message'),
+  headers: headers.optional().describe(
+    `Extra header fields. Not allowed: ${OWN_HEADERS.join(', ')} and names starting with ${OWN_HEADER_PREFIXES.join(', ')} (Mailroom writes those).`,
+  ),
+  attachments: z.array(attachment).max(MAX_ATTACHMENTS).optional(),
+  scheduledAt: scheduledAt.optional().describe('ISO 8601, or natural language ("tomorrow 9am", "in 2 hours") read in SCHEDULE_TIMEZONE'),
+});
+
+const emailFields = {
+  id: z.string(),
+  teamId: z.number().int(),
+  domainId: z.number().int().nullable(),
+  from: z.string(),
+  to: z.string().describe('Comma-separated'),
+  replyTo: z.string().nullable(),
+  cc: z.string().nullable(),
+  bcc: z.string().nullable(),
+  subject: z.string(),
+  html: z.string().nullable(),
+  text: z.string().nullable(),
+  latestStatus: z.enum(EMAIL_STATUSES),
+  scheduledAt: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+};
+
+const emailEvent = z.object({
+  emailId: z.string(),
+  status: z.enum(EMAIL_STATUSES),
+  createdAt: z.string(),
+  data: z.record(z.string(), z.unknown()).nullable(),
+});
+
+const emailParams = z.object({ emailId: z.string().min(3).max(128) });
+const emailIdResponse = z.object({ emailId: z.string() });
+
+const isoDate = z
+  .string()
+  .regex(ISO_DATE, 'must be an ISO 8601 date or date-time')
+  .transform((value) => new Date(value))
+  .refine((date) => !Number.isNaN(date.getTime()), 'must be a real date');
+
+export const listEmailsQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  domainId: z.coerce.number().int().min(1).max(2_147_483_647).optional(),
+  status: z.enum(EMAIL_STATUSES).optional(),
+  startDate: isoDate.optional(),
+  endDate: isoDate.optional(),
+});
+
+/** The Idempotency-Key header, when given: 1 to 256 printable characters. */
+function idempotencyKey(c: Context): string | null {
+  const key = c.req.header('idempotency-key');
+  if (key === undefined) return null;
+  if (!/^[\x21-\x7e][\x20-\x7e]{0,255}$/.test(key)) {
+    throw invalid('Idempotency-Key', 'must be 1 to 256 printable ASCII characters');
+  }
+  return key;
+}
+
+const IDEMPOTENCY_NOTE =
+  'With an `Idempotency-Key` header (at most 256 characters) the same request within 24 hours answers as the first ' +
+  'did without sending again; another request under the same key is a 409.';
+const SCHEDULE_RULE = 'Only while the email is SCHEDULED and no dispatcher has picked it up; otherwise 409.';
+
+export const emailRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/emails',
+    tag: TAG,
+    summary: 'Send an email',
+    description:
+      'Stores the email (QUEUED, or SCHEDULED with `scheduledAt`) and answers its id; the dispatcher sends it. ' +
+      `Recipients on the team's suppression list are skipped (SUPPRESSED when none is left). ${IDEMPOTENCY_NOTE}`,
+    permission: 'sending',
+    body: emailBody,
+    response: emailIdResponse,
+    handler: ({ deps, auth, body, c }) => service.sendEmail(deps, auth, body, idempotencyKey(c)),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/emails/batch',
+    tag: TAG,
+    summary: `Send up to ${MAX_BATCH} emails`,
+    description: `All or none: one invalid email refuses the batch, naming each problem by index. ${IDEMPOTENCY_NOTE}`,
+    permission: 'sending',
+    body: z.array(emailBody).min(1).max(MAX_BATCH),
+    response: z.object({ data: z.array(emailIdResponse) }),
+    handler: ({ deps, auth, body, c }) => service.sendBatch(deps, auth, body, idempotencyKey(c)),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/emails',
+    tag: TAG,
+    summary: 'List emails',
+    description: 'Newest first. Filters combine: `domainId`, `status` (the latest), `startDate` and `endDate` (creation time, inclusive).',
+    permission: 'sending',
+    query: listEmailsQuery,
+    response: z.object({ data: z.array(z.object(emailFields)), count: z.number().int() }),
+    handler: ({ deps, auth, query }) => service.listEmails(deps, auth, query),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/emails/{emailId}',
+    tag: TAG,
+    summary: 'Get an email with its events',
+    description: '`emailEvents` in time order, one per change of state; `latestStatus` is the last.',
+    permission: 'sending',
+    params: emailParams,
+    response: z.object({ ...emailFields, emailEvents: z.array(emailEvent) }),
+    handler: ({ deps, auth, params }) => service.getEmail(deps, auth, params.emailId),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/emails/{emailId}',
+    tag: TAG,
+    summary: 'Reschedule a scheduled email',
+    description: SCHEDULE_RULE,
+    permission: 'sending',
+    params: emailParams,
+    body: z.object({ scheduledAt }),
+    response: emailIdResponse,
+    handler: ({ deps, auth, params, body }) => service.rescheduleEmail(deps, auth, params.emailId, body.scheduledAt),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/emails/{emailId}/cancel',
+    tag: TAG,
+    summary: 'Cancel a scheduled email',
+    description: `${SCHEDULE_RULE} A cancelled email is never sent.`,
+    permission: 'sending',
+    params: emailParams,
+    response: emailIdResponse,
+    handler: ({ deps, auth, params }) => service.cancelEmail(deps, auth, params.emailId),
+  }),
+];

@@ -1,0 +1,150 @@
+import { z } from 'zod';
+import type { Db } from '../db/connection.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
+import { createTeam, setTeamRateLimit } from '../services/teams.js';
+import { issuesToDetails } from '../validation.js';
+import { splitArgs } from './args.js';
+import { usageError } from './failure.js';
+
+/** A command whose arguments are checked, ready to run against a database. */
+export type ParsedCommand = { name: string; run(db: Db): Promise<unknown> };
+
+type CommandSpec<Flags extends z.ZodObject> = {
+  name: string;
+  usage: string;
+  summary: string;
+  flags: Flags;
+  run(db: Db, flags: z.output<Flags>): Promise<unknown>;
+};
+
+type Command = {
+  name: string;
+  usage: string;
+  summary: string;
+  flagNames: string[];
+  bind(values: Record<string, string>): ParsedCommand;
+};
+
+/** Keeps each command's flag types private to it; the table holds commands of one shape. */
+function command<Flags extends z.ZodObject>(spec: CommandSpec<Flags>): Command {
+  return {
+    name: spec.name,
+    usage: spec.usage,
+    summary: spec.summary,
+    flagNames: Object.keys(spec.flags.shape),
+    bind(values) {
+      const parsed = spec.flags.safeParse(values);
+      if (!parsed.success) {
+        const problems = issuesToDetails(parsed.error.issues).map((detail) => `--${detail.path} ${detail.message}`);
+        throw usageError(`${problems.join('; ')}; usage: ${spec.name} ${spec.usage}`);
+      }
+      return { name: spec.name, run: (db) => spec.run(db, parsed.data) };
+    },
+  };
+}
+
+// Ids and limits arrive as text; only plain decimal integers are accepted ("1e3", "0x10", " 7"
+// are refused rather than guessed at). Team and domain ids are PostgreSQL integers.
+const positiveInt = (max: number) =>
+  z.string().regex(/^[1-9]\d*$/, 'must be a positive integer').transform(Number).pipe(z.number().max(max));
+const id = positiveInt(2_147_483_647);
+const label = z.string().trim().min(1).max(200);
+
+const commands = [
+  command({
+    name: 'team create',
+    usage: '--name NAME',
+    summary: 'Create a team and its first API key (full permission).',
+    flags: z.object({ name: label }),
+    run: (db, flags) => createTeam(db, flags.name),
+  }),
+  command({
+    name: 'team set-rate-limit',
+    usage: '--team TEAM_ID --per-second N|default',
+    summary: `Set the team's API rate limit in requests per second; "default" returns it to RATE_LIMIT_PER_SECOND.`,
+    flags: z.object({
+      team: id,
+      'per-second': z
+        .string()
+        .regex(/^(default|[1-9]\d*)$/, 'must be a positive integer or "default"')
+        .transform((value) => (value === 'default' ? null : Number(value)))
+        .pipe(z.number().max(1_000_000).nullable()),
+    }),
+    run: (db, flags) => setTeamRateLimit(db, flags.team, flags['per-second']),
+  }),
+  command({
+    name: 'key create',
+    usage: '--team TEAM_ID [--permission full|sending] [--domain DOMAIN_ID] [--name NAME]',
+    summary: 'Create an API key; the token is shown only in this output. --domain limits it to one domain.',
+    flags: z.object({
+      team: id,
+      permission: z.enum(['full', 'sending']).default('full'),
+      domain: id.optional(),
+      name: label.optional(),
+    }),
+    run: async (db, flags) => {
+      const key = await createApiKey(db, {
+        teamId: flags.team,
+        permission: flags.permission,
+        domainId: flags.domain ?? null,
+        name: flags.name ?? null,
+      });
+      return { id: key.id, teamId: flags.team, name: flags.name ?? null, permission: key.permission, domainId: key.domainId, apiKey: key.apiKey };
+    },
+  }),
+  command({
+    name: 'key list',
+    usage: '--team TEAM_ID',
+    summary: "List a team's API keys, revoked ones included (never the tokens: a hint of each).",
+    flags: z.object({ team: id }),
+    run: (db, flags) => listApiKeys(db, flags.team),
+  }),
+  command({
+    name: 'key revoke',
+    usage: '--id KEY_ID',
+    summary: 'Revoke an API key at once; revoking it again changes nothing.',
+    flags: z.object({ id: z.string().trim().min(1).max(200) }),
+    run: (db, flags) => revokeApiKey(db, flags.id),
+  }),
+];
+
+export const isHelpRequest = (argv: readonly string[]) =>
+  argv[0] === 'help' || argv.some((arg) => arg === '--help' || arg === '-h');
+
+/** Checks the words and flags against the command table; every mistake names the flag at fault. */
+export function parseCommand(argv: readonly string[]): ParsedCommand {
+  const { words, flags } = splitArgs(argv);
+  const name = words.join(' ');
+  if (!name) throw usageError('Missing command; run with --help to see the commands');
+  const found = commands.find((candidate) => candidate.name === name);
+  if (!found) throw usageError(`Unknown command "${name}"; the commands are: ${commands.map((c) => c.name).join(', ')}`);
+
+  const unknown = [...flags.keys()].find((flag) => !found.flagNames.includes(flag));
+  if (unknown) throw usageError(`Unknown flag --${unknown} for "${name}"; usage: ${name} ${found.usage}`);
+  return found.bind(Object.fromEntries(flags));
+}
+
+export function helpText(): string {
+  const list = commands.map((c) => `  ${c.name} ${c.usage}\n      ${c.summary}`).join('\n');
+  return `Mailroom operators' CLI: teams, API keys and rate limits.
+
+Usage: npm run --silent cli -- <command> [flags]
+
+Commands:
+${list}
+  help
+      Show this text (also --help, -h).
+
+Flags are given as --flag VALUE or --flag=VALUE.
+
+Output: on success, one JSON document on stdout and exit status 0. On failure, nothing on
+stdout; the last line on stderr is a JSON object { "error": "...", "code": "..." } and the exit
+status is 2 for a usage or configuration error (codes USAGE_ERROR, CONFIG_ERROR), 1 otherwise
+(e.g. NOT_FOUND, DATA_DIR_LOCKED, INTERNAL_ERROR). Logs go to stderr as JSON lines (LOG_LEVEL).
+
+Database: the CLI reads the server's environment. With DATABASE_URL it connects to PostgreSQL.
+Without it, it uses the embedded database in DATA_DIR: while a server runs on that directory the
+command is handed to the server over the Unix socket DATA_DIR/mailroom.sock (usable only by the
+owner of the server process); otherwise the CLI opens the directory itself.
+`;
+}

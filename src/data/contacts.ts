@@ -1,0 +1,177 @@
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../db/connection.js';
+import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
+
+// Set-based statements here take their rows as arrays or one JSON document and never join them to
+// contacts: each row is one probe of an index, or at worst the book is read once. A join would
+// leave the strategy to the planner, which on a table without statistics (PGlite is never
+// analysed) may pick a nested loop that reads the whole book once per row.
+
+export type ContactRow = Selectable<ContactsTable>;
+
+/** Everything about a contact a write may set; book and timestamps are the table's business. */
+export type ContactFields = {
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  properties: Record<string, string>;
+  subscribed: boolean;
+  unsubscribeReason: UnsubscribeReason | null;
+  pendingConfirmation: boolean;
+};
+
+export type ContactWrite = ContactFields & { id: string };
+
+/** A contact is addressed by its id or by its email address (case-insensitively). */
+export type ContactKey = { id: string } | { email: string };
+
+export type ContactFilter = { emails?: string[]; ids?: string[]; subscribed?: boolean };
+
+export type BookLock = 'keyShare' | 'update';
+
+/**
+ * The book's fields contacts depend on, without the contact count `findContactBook` pays for. A
+ * `keyShare` lock keeps the book from being deleted under the caller's writes; `update`
+ * additionally holds off every other contact write to it, since each of those takes `keyShare`
+ * (explicitly here, or implicitly through the foreign key).
+ */
+export async function findBookForContacts(db: Db, teamId: number, bookId: string, lock?: BookLock) {
+  let query = db
+    .selectFrom('contact_books')
+    .select(['id', 'double_opt_in_enabled'])
+    .where('team_id', '=', teamId)
+    .where('id', '=', bookId);
+  if (lock === 'keyShare') query = query.forKeyShare();
+  if (lock === 'update') query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function findContact(db: Db, teamId: number, bookId: string, key: ContactKey, forUpdate = false) {
+  let query = db
+    .selectFrom('contacts')
+    .selectAll()
+    .where('team_id', '=', teamId)
+    .where('contact_book_id', '=', bookId);
+  // Both sides go through Postgres' lower(), so the match is exactly the one contacts_email enforces.
+  query = 'id' in key ? query.where('id', '=', key.id) : query.where(sql`lower(email)`, '=', sql`lower(${key.email})`);
+  if (forUpdate) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+/**
+ * Each address as contacts_email compares it: Postgres' lower(), which can differ from
+ * JavaScript's toLowerCase() beyond ASCII (final sigma, dotted I).
+ */
+export async function emailKeys(db: Db, emails: string[]): Promise<string[]> {
+  const result = await sql<{ key: string }>`
+    SELECT lower(e.email) AS key FROM unnest(${emails}::text[]) WITH ORDINALITY AS e(email, n) ORDER BY e.n`.execute(db);
+  return result.rows.map((row) => row.key);
+}
+
+/** What deciding a write needs to know of a stored contact. */
+export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | 'confirmation_sent_at' | 'created_at' | 'updated_at'>;
+
+/** The contacts whose lower-cased address is one of `keys` (see emailKeys), locked for update. */
+export async function findContactsByEmailKeys(db: Db, teamId: number, bookId: string, keys: string[]) {
+  const result = await sql<ContactStateRow & { key: string }>`
+    SELECT lower(email) AS key, id, email, first_name, last_name, properties, subscribed,
+      unsubscribe_reason, pending_confirmation
+    FROM contacts
+    WHERE team_id = ${teamId} AND contact_book_id = ${bookId} AND lower(email) = ANY(${keys}::text[])
+    FOR UPDATE`.execute(db);
+  return result.rows;
+}
+
+// The rows travel as one JSON document: a single parameter whatever their number. The record
+// columns are named after ContactWrite's fields, so the rows are serialised as they are.
+const recordColumns = sql`(
+  id text, email text, "firstName" text, "lastName" text, properties jsonb,
+  subscribed boolean, "unsubscribeReason" text, "pendingConfirmation" boolean
+)`;
+
+const insertRows = (teamId: number, bookId: string, rows: ContactWrite[]) => sql`
+  INSERT INTO contacts (
+    team_id, contact_book_id, id, email, first_name, last_name, properties,
+    subscribed, unsubscribe_reason, pending_confirmation
+  )
+  SELECT ${teamId}, ${bookId}, r.id, r.email, r."firstName", r."lastName", r.properties,
+    r.subscribed, r."unsubscribeReason", r."pendingConfirmation"
+  FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r ${recordColumns}`;
+
+/** Inserts new contacts; an address or id already in the book fails the statement (23505). */
+export async function insertContacts(db: Db, teamId: number, bookId: string, rows: ContactWrite[]) {
+  if (rows.length === 0) return;
+  await insertRows(teamId, bookId, rows).execute(db);
+}
+
+/**
+ * Overwrites existing contacts (by id) with the given fields and moves their updated_at. Written
+ * as an insert that always conflicts on the primary key, so each row is one probe of that index
+ * whatever the planner thinks of the table.
+ */
+export async function updateContacts(db: Db, teamId: number, bookId: string, rows: ContactWrite[]) {
+  if (rows.length === 0) return;
+  await sql`${insertRows(teamId, bookId, rows)}
+    ON CONFLICT (team_id, contact_book_id, id) DO UPDATE SET
+      email = excluded.email, first_name = excluded.first_name, last_name = excluded.last_name,
+      properties = excluded.properties, subscribed = excluded.subscribed,
+      unsubscribe_reason = excluded.unsubscribe_reason, pending_confirmation = excluded.pending_confirmation,
+      updated_at = now()`.execute(db);
+}
+
+// The addresses are lower-cased once into an array, so `lower(email) = ANY(...)` probes
+// contacts_email; an IN (subquery) would be checked against every contact of the book.
+const anyEmailKey = (emails: string[]) => sql<string>`ANY(ARRAY(SELECT lower(e) FROM unnest(${emails}::text[]) AS e))`;
+
+function filtered(db: Db, teamId: number, bookId: string, filter: ContactFilter) {
+  let query = db.selectFrom('contacts').where('team_id', '=', teamId).where('contact_book_id', '=', bookId);
+  if (filter.ids?.length) query = query.where('id', '=', sql<string>`ANY(${filter.ids}::text[])`);
+  if (filter.emails?.length) query = query.where(sql`lower(email)`, '=', anyEmailKey(filter.emails));
+  if (filter.subscribed !== undefined) query = query.where('subscribed', '=', filter.subscribed);
+  return query;
+}
+
+/** One page in creation order (contacts_book_order), and the number of contacts the filter matches. */
+export async function listContacts(
+  db: Db,
+  teamId: number,
+  bookId: string,
+  filter: ContactFilter,
+  page: { offset: number; limit: number },
+) {
+  const [rows, total] = await Promise.all([
+    filtered(db, teamId, bookId, filter)
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .offset(page.offset)
+      .limit(page.limit)
+      .execute(),
+    filtered(db, teamId, bookId, filter)
+      .select(sql<number>`count(*)::int`.as('total'))
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: total.total };
+}
+
+/** Deletes the contacts matching any of the ids or addresses; returns how many went. */
+export async function deleteContacts(db: Db, teamId: number, bookId: string, keys: { ids: string[]; emails: string[] }) {
+  const result = await db
+    .deleteFrom('contacts')
+    .where('team_id', '=', teamId)
+    .where('contact_book_id', '=', bookId)
+    .where((eb) =>
+      eb.or([eb('id', '=', sql<string>`ANY(${keys.ids}::text[])`), eb(sql`lower(email)`, '=', anyEmailKey(keys.emails))]),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Which unique index a failed write ran into, if that is why it failed. */
+export function uniqueViolation(error: unknown): 'email' | 'id' | null {
+  if (typeof error !== 'object' || error === null || (error as { code?: unknown }).code !== '23505') return null;
+  const constraint = (error as { constraint?: unknown }).constraint;
+  if (constraint === 'contacts_email') return 'email';
+  if (constraint === 'contacts_pkey') return 'id';
+  return null;
+}

@@ -1,0 +1,204 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/connection.js';
+import type { DomainsTable } from '../db/schema.js';
+import type { CheckOutcome } from '../domains/checker.js';
+import type { DkimKeyPair } from '../domains/dkim.js';
+
+// Everything a response may show: never the private key, never the worker's lease.
+const PUBLIC_COLUMNS = [
+  'id', 'team_id', 'name', 'region', 'status', 'subdomain', 'dkim_selector', 'dkim_public_key',
+  'click_tracking', 'open_tracking', 'dkim_status', 'spf_status', 'mx_status', 'dmarc_status', 'is_verifying',
+  'last_checked_at', 'verification_error', 'error_message', 'created_at', 'updated_at',
+] as const;
+
+export type DomainRow = Pick<Selectable<DomainsTable>, (typeof PUBLIC_COLUMNS)[number]>;
+
+const CLAIMED_COLUMNS = [
+  'id', 'team_id', 'name', 'subdomain', 'dkim_selector', 'dkim_public_key', 'status',
+  'verification_started_at', 'check_attempts', 'claim_token',
+] as const;
+
+export type ClaimedDomain = Pick<Selectable<DomainsTable>, (typeof CLAIMED_COLUMNS)[number]> & { claim_token: string };
+
+export async function findDomainByName(db: Db, teamId: number, name: string) {
+  return db
+    .selectFrom('domains')
+    .select(['id', 'name', 'status'])
+    .where('team_id', '=', teamId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+}
+
+export async function findDomainById(db: Db, teamId: number, id: number) {
+  return db
+    .selectFrom('domains')
+    .select(['id', 'name', 'status'])
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export type NewDomain = {
+  teamId: number;
+  name: string;
+  subdomain: string | null;
+  region: string;
+  dkimSelector: string;
+  key: DkimKeyPair;
+  /** Set when verification starts at creation. */
+  verifyFrom: Date | null;
+};
+
+/** Undefined when the team already has a domain of that name. */
+export async function insertDomain(db: Db, domain: NewDomain): Promise<DomainRow | undefined> {
+  return db
+    .insertInto('domains')
+    .values({
+      team_id: domain.teamId,
+      name: domain.name,
+      subdomain: domain.subdomain,
+      region: domain.region,
+      dkim_selector: domain.dkimSelector,
+      dkim_private_key: domain.key.privateKeyPem,
+      dkim_public_key: domain.key.publicKey,
+      verification_started_at: domain.verifyFrom,
+      next_check_at: domain.verifyFrom,
+      is_verifying: domain.verifyFrom !== null,
+    })
+    .onConflict((oc) => oc.columns(['team_id', 'name']).doNothing())
+    .returning(PUBLIC_COLUMNS)
+    .executeTakeFirst();
+}
+
+/** The team's domains, or only `onlyId` of them. */
+export async function listDomains(db: Db, teamId: number, onlyId: number | null): Promise<DomainRow[]> {
+  let query = db.selectFrom('domains').select(PUBLIC_COLUMNS).where('team_id', '=', teamId);
+  if (onlyId !== null) query = query.where('id', '=', onlyId);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+export async function findDomain(db: Db, teamId: number, id: number, forUpdate = false): Promise<DomainRow | undefined> {
+  let query = db.selectFrom('domains').select(PUBLIC_COLUMNS).where('team_id', '=', teamId).where('id', '=', id);
+  if (forUpdate) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function updateTracking(
+  db: Db,
+  teamId: number,
+  id: number,
+  fields: { openTracking?: boolean; clickTracking?: boolean },
+): Promise<DomainRow | undefined> {
+  return db
+    .updateTable('domains')
+    .set({ open_tracking: fields.openTracking, click_tracking: fields.clickTracking, updated_at: new Date() })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .returning(PUBLIC_COLUMNS)
+    .executeTakeFirst();
+}
+
+/** API keys scoped to the domain go with it (ON DELETE CASCADE); answers how many there were. */
+export async function deleteDomain(db: Db, teamId: number, id: number): Promise<number> {
+  const { keys } = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('keys'))
+    .where('team_id', '=', teamId)
+    .where('domain_id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  await db.deleteFrom('domains').where('team_id', '=', teamId).where('id', '=', id).execute();
+  return Number(keys);
+}
+
+/**
+ * Plans a check at once and drops any claim, so a check already under way cannot overwrite what
+ * this one finds. `restart` also opens a new verification window with every record pending.
+ */
+export async function scheduleCheckNow(db: Db, teamId: number, id: number, now: Date, restart: boolean) {
+  const pending = 'PENDING' as const;
+  await db
+    .updateTable('domains')
+    .set({
+      next_check_at: now,
+      is_verifying: true,
+      claim_token: null,
+      claimed_until: null,
+      updated_at: now,
+      ...(restart && {
+        status: pending,
+        dkim_status: pending,
+        spf_status: pending,
+        mx_status: pending,
+        dmarc_status: pending,
+        error_message: null,
+        verification_started_at: now,
+        check_attempts: 0,
+      }),
+    })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * Claims domains whose check is due, for `leaseUntil`. One statement, so no transaction stays open
+ * across the DNS lookups; SKIP LOCKED lets any number of workers claim side by side.
+ * Uses domains_next_check.
+ */
+export async function claimDueDomains(
+  db: Db,
+  claim: { now: Date; leaseUntil: Date; token: string; limit: number; id?: number },
+): Promise<ClaimedDomain[]> {
+  return (await db
+    .updateTable('domains')
+    .set({ claim_token: claim.token, claimed_until: claim.leaseUntil, is_verifying: true })
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('domains')
+        .select('id')
+        .where('next_check_at', '<=', claim.now)
+        .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<', claim.now)]));
+      if (claim.id !== undefined) due = due.where('id', '=', claim.id);
+      return due.orderBy('next_check_at').limit(claim.limit).forUpdate().skipLocked();
+    })
+    .returning(CLAIMED_COLUMNS)
+    .execute()) as ClaimedDomain[];
+}
+
+/** Writes a check's outcome unless the claim was superseded; answers whether it was written. */
+export async function recordCheck(db: Db, id: number, claimToken: string, outcome: CheckOutcome): Promise<boolean> {
+  const result = await db
+    .updateTable('domains')
+    .set({
+      status: outcome.status,
+      dkim_status: outcome.records.dkim,
+      spf_status: outcome.records.spf,
+      mx_status: outcome.records.mx,
+      dmarc_status: outcome.records.dmarc,
+      is_verifying: outcome.isVerifying,
+      verification_error: outcome.verificationError,
+      error_message: outcome.errorMessage,
+      last_checked_at: outcome.lastCheckedAt,
+      verification_started_at: outcome.verificationStartedAt,
+      next_check_at: outcome.nextCheckAt,
+      check_attempts: outcome.checkAttempts,
+      claim_token: null,
+      claimed_until: null,
+      updated_at: outcome.lastCheckedAt,
+    })
+    .where('id', '=', id)
+    .where('claim_token', '=', claimToken)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The signing key: the only query that reads it. */
+export async function findSigningKey(db: Db, teamId: number, id: number) {
+  return db
+    .selectFrom('domains')
+    .select(['name', 'dkim_selector', 'dkim_private_key'])
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}

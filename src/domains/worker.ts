@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { Resolver } from 'node:dns/promises';
+import type { Config } from '../config.js';
+import type { Db } from '../db/connection.js';
+import * as domains from '../data/domains.js';
+import type { Logger } from '../log.js';
+import { createDnsResolver, evaluateCheck, lookUpRecords } from './checker.js';
+
+export type DomainWorkerDeps = { db: Db; config: Config; log: Logger };
+export type DomainWorker = { stop(): Promise<void> };
+
+const BATCH = 20;
+// Far longer than the slowest check (every lookup timing out on every server), so a lease only
+// runs out when its worker died mid-check; another worker then checks the domain again.
+const LEASE_MS = 120_000;
+
+// The worker of this process, per database, so an API call can hand it a domain to check at once.
+const localWorkers = new WeakMap<Db, (domainId: number) => void>();
+
+/**
+ * Checks the domain's DNS records now when a worker runs in this process; otherwise a worker
+ * process claims it on its next poll (the caller has already made it due).
+ */
+export function checkDomainNow(db: Db, domainId: number): void {
+  localWorkers.get(db)?.(domainId);
+}
+
+/** Polls for domains whose check is due (verification with backoff, daily re-checks) and checks them. */
+export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
+  const resolver = createDnsResolver(deps.config);
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const track = (work: Promise<void>) => {
+    inFlight.add(work);
+    void work.then(() => inFlight.delete(work));
+  };
+  const claimAndCheck = async (limit: number, id?: number) => {
+    const now = new Date();
+    const claimed = await domains.claimDueDomains(deps.db, {
+      now, leaseUntil: new Date(now.getTime() + LEASE_MS), token: randomUUID(), limit, id,
+    });
+    await Promise.all(claimed.map((domain) => checkClaimed(deps, resolver, domain)));
+    return claimed.length;
+  };
+  const poll = async () => {
+    let claimed = 0;
+    try {
+      claimed = await claimAndCheck(BATCH);
+    } catch (error) {
+      deps.log.error('domain check poll failed', { error });
+    }
+    // A full batch means more may be due: go on at once.
+    if (!stopped) timer = setTimeout(() => track(poll()), claimed === BATCH ? 0 : deps.config.domainWorkerPollMs);
+  };
+
+  localWorkers.set(deps.db, (domainId) => {
+    if (stopped) return;
+    track(claimAndCheck(1, domainId).then(
+      () => undefined,
+      (error: unknown) => deps.log.error('domain check failed', { error, domainId }),
+    ));
+  });
+  track(poll());
+
+  return {
+    async stop() {
+      stopped = true;
+      localWorkers.delete(deps.db);
+      clearTimeout(timer);
+      while (inFlight.size > 0) await Promise.all(inFlight);
+    },
+  };
+}
+
+async function checkClaimed(deps: DomainWorkerDeps, resolver: Resolver, domain: domains.ClaimedDomain) {
+  try {
+    const findings = await lookUpRecords(
+      resolver,
+      { name: domain.name, subdomain: domain.subdomain, dkimSelector: domain.dkim_selector, dkimPublicKey: domain.dkim_public_key },
+      deps.config,
+    );
+    const outcome = evaluateCheck(
+      { status: domain.status, verificationStartedAt: domain.verification_started_at, checkAttempts: domain.check_attempts },
+      findings,
+      new Date(),
+      deps.config,
+    );
+    const written = await domains.recordCheck(deps.db, domain.id, domain.claim_token, outcome);
+    const fields = { domainId: domain.id, teamId: domain.team_id, name: domain.name, status: outcome.status };
+    if (!written) deps.log.debug('domain check superseded by a newer one', fields);
+    else if (outcome.status !== domain.status) deps.log.info('domain status changed', { ...fields, from: domain.status, verificationError: outcome.verificationError });
+    else deps.log.debug('domain checked', fields);
+  } catch (error) {
+    // The claim stays until its lease runs out; the domain is checked again then.
+    deps.log.error('domain check failed', { error, domainId: domain.id });
+  }
+}

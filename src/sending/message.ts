@@ -1,0 +1,172 @@
+import type { StoredAttachment } from '../db/schema.js';
+import { asciiHostname, domainOf, parseMailbox } from '../email-address.js';
+
+/** What the builder needs of an email row. */
+export type OutgoingEmail = {
+  id: string;
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: StoredAttachment[];
+  messageId: string;
+};
+
+export type Envelope = { from: string; to: string[] };
+
+/**
+ * The header fields Mailroom writes itself; a caller's `headers` may not set them (compared
+ * lower-case; `List-Unsubscribe*` and `Content-*` are prefixes).
+ */
+export const OWN_HEADERS = ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to'];
+export const OWN_HEADER_PREFIXES = ['content-', 'list-unsubscribe'];
+
+export const isOwnHeader = (name: string) => {
+  const lower = name.toLowerCase();
+  return OWN_HEADERS.includes(lower) || OWN_HEADER_PREFIXES.some((prefix) => lower.startsWith(prefix));
+};
+
+/**
+ * The VERP return path: bounces come back to an address that names the email, on the domain's
+ * return-path subdomain (whose MX points at Mailroom's inbound listener).
+ */
+export const returnPathAddress = (emailId: string, domainName: string, returnPathSubdomain: string) =>
+  `bounces+${emailId}@${returnPathSubdomain}.${domainName}`;
+
+/** The bare address of a mailbox as stored (`Name <a@b>` or `a@b`), its domain in ASCII. */
+export function addressOf(mailbox: string): string {
+  const address = parseMailbox(mailbox)?.address ?? mailbox;
+  const domain = domainOf(address);
+  return `${address.slice(0, address.length - domain.length)}${asciiHostname(domain) ?? domain}`;
+}
+
+const ASCII_PRINTABLE = /^[\x20-\x7e]*$/;
+const PLAIN_PHRASE = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]*$/;
+
+/** RFC 2047 B-encoded words of at most 75 characters, never splitting a character. */
+function encodedWords(text: string): string[] {
+  const words: string[] = [];
+  let chunk = '';
+  let bytes = 0;
+  for (const char of text) {
+    const size = Buffer.byteLength(char);
+    if (bytes + size > 45) {
+      words.push(chunk);
+      chunk = '';
+      bytes = 0;
+    }
+    chunk += char;
+    bytes += size;
+  }
+  if (chunk) words.push(chunk);
+  return words.map((word) => `=?UTF-8?B?${Buffer.from(word).toString('base64')}?=`);
+}
+
+/** An unstructured header value (Subject, custom headers): as is when ASCII, else encoded words. */
+export function encodeHeaderValue(value: string): string {
+  return ASCII_PRINTABLE.test(value) ? value : encodedWords(value).join('\r\n ');
+}
+
+function encodeMailbox(mailbox: string): string {
+  const parsed = parseMailbox(mailbox);
+  const address = addressOf(mailbox);
+  if (!parsed?.name) return address;
+  const name = PLAIN_PHRASE.test(parsed.name)
+    ? parsed.name
+    : ASCII_PRINTABLE.test(parsed.name)
+      ? `"${parsed.name.replace(/["\\]/g, '\\$&')}"`
+      : encodedWords(parsed.name).join(' ');
+  return `${name} <${address}>`;
+}
+
+const addressList = (mailboxes: string[]) => mailboxes.map(encodeMailbox).join(',\r\n ');
+
+/** RFC 5322 date-time in UTC. */
+export const rfc5322Date = (date: Date) => date.toUTCString().replace(/GMT$/, '+0000');
+
+/** Lines of at most 76 characters (RFC 2045), soft breaks marked with `=`. */
+export function quotedPrintable(text: string): string {
+  const out: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const bytes = Buffer.from(line);
+    let encoded = '';
+    let width = 0;
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i]!;
+      const last = i === bytes.length - 1;
+      const literal = (byte >= 33 && byte <= 126 && byte !== 61) || ((byte === 32 || byte === 9) && !last);
+      const piece = literal ? String.fromCharCode(byte) : `=${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+      if (width + piece.length > 75) {
+        encoded += '=\r\n';
+        width = 0;
+      }
+      encoded += piece;
+      width += piece.length;
+    }
+    out.push(encoded);
+  }
+  return out.join('\r\n');
+}
+
+const wrap76 = (base64: string) => base64.replace(/.{76}/g, '$&\r\n');
+
+/** A body part: 7bit when it is short-lined ASCII that cannot contain a boundary, else quoted-printable. */
+function textPart(type: 'plain' | 'html', body: string): string {
+  const plain = /^[\x20-\x7e\t\r\n]*$/.test(body) && !body.includes('=_mr') && !/[^\r\n]{999}/.test(body);
+  const content = plain ? body.replace(/\r?\n/g, '\r\n') : quotedPrintable(body);
+  return `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: ${plain ? '7bit' : 'quoted-printable'}\r\n\r\n${content}`;
+}
+
+function filenameParams(filename: string): string {
+  if (ASCII_PRINTABLE.test(filename)) return `; filename="${filename.replace(/["\\]/g, '\\$&')}"`;
+  // RFC 2231: percent-encoded UTF-8.
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `; filename*=utf-8''${encoded}`;
+}
+
+function attachmentPart(attachment: StoredAttachment): string {
+  const params = filenameParams(attachment.filename);
+  return (
+    `Content-Type: ${attachment.contentType}${params.replace('filename', 'name')}\r\n` +
+    `Content-Disposition: attachment${params}\r\nContent-Transfer-Encoding: base64\r\n\r\n${wrap76(attachment.content)}`
+  );
+}
+
+function multipart(subtype: 'alternative' | 'mixed', boundary: string, parts: string[]): string {
+  const body = parts.map((part) => `--${boundary}\r\n${part}\r\n`).join('');
+  return `Content-Type: multipart/${subtype}; boundary="${boundary}"\r\n\r\n${body}--${boundary}--`;
+}
+
+/**
+ * The message as it goes on the wire, before DKIM: header fields, then text and html as
+ * multipart/alternative, inside multipart/mixed when there are attachments. Bcc never appears.
+ */
+export function buildMessage(email: OutgoingEmail, date: Date): Buffer {
+  const headers = [
+    `From: ${encodeMailbox(email.from)}`,
+    `To: ${addressList(email.to)}`,
+    ...(email.cc.length > 0 ? [`Cc: ${addressList(email.cc)}`] : []),
+    ...(email.replyTo.length > 0 ? [`Reply-To: ${addressList(email.replyTo)}`] : []),
+    `Subject: ${encodeHeaderValue(email.subject)}`,
+    `Date: ${rfc5322Date(date)}`,
+    `Message-ID: ${email.messageId}`,
+    'MIME-Version: 1.0',
+    ...Object.entries(email.headers).map(([name, value]) => `${name}: ${encodeHeaderValue(value)}`),
+  ];
+  const text = textPart('plain', email.text ?? '');
+  const alternative = email.html === null ? text : multipart('alternative', `=_mr_a_${email.id}`, [text, textPart('html', email.html)]);
+  const body = email.attachments.length === 0
+    ? alternative
+    : multipart('mixed', `=_mr_m_${email.id}`, [alternative, ...email.attachments.map(attachmentPart)]);
+  return Buffer.from(`${headers.join('\r\n')}\r\n${body}\r\n`);
+}
+
+/** Who the transport delivers to: every To, Cc and Bcc address once, in ASCII form. */
+export function envelopeOf(email: OutgoingEmail, returnPath: string): Envelope {
+  return { from: returnPath, to: [...new Set([...email.to, ...email.cc, ...email.bcc].map(addressOf))] };
+}

@@ -1,0 +1,29 @@
+import type { EmailStatus } from '../../db/schema.js';
+import type { Envelope } from '../message.js';
+
+/** What a receiver reported after accepting the message (the capture transport's simulator). */
+export type Feedback = {
+  status: Extract<EmailStatus, 'DELIVERED' | 'DELIVERY_DELAYED' | 'BOUNCED' | 'COMPLAINED'>;
+  data: Record<string, unknown>;
+  /** Addresses to put on the team's suppression list. */
+  suppress?: { addresses: string[]; reason: 'HARD_BOUNCE' | 'COMPLAINT' };
+};
+
+export type RecipientRejection = { address: string; response: string; code: number | null };
+
+/**
+ * The answer to one hand-over. `sent`: accepted for at least one recipient (`rejected` lists those
+ * refused). `temporary`: worth trying again later (4xx, connection trouble). `permanent`: refused
+ * for good (5xx); `rejected` lists recipients refused one by one, the ones to suppress.
+ */
+export type DeliveryResult =
+  | { kind: 'sent'; response: string; rejected: RecipientRejection[]; feedback: Feedback[] }
+  | { kind: 'temporary'; response: string; code: number | null }
+  | { kind: 'permanent'; response: string; code: number | null; rejected: RecipientRejection[] };
+
+/** One way out for finished messages; every driver passes the same shared test suite. */
+export interface Transport {
+  readonly name: 'smtp' | 'capture';
+  send(emailId: string, message: Buffer, envelope: Envelope): Promise<DeliveryResult>;
+  close(): Promise<void>;
+}

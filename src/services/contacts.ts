@@ -1,0 +1,301 @@
+import type { Db } from '../db/connection.js';
+import * as contacts from '../data/contacts.js';
+import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
+import { normalizeEmail } from '../email-address.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+
+export type ContactInput = {
+  email?: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  properties?: Record<string, string>;
+  subscribed?: boolean;
+};
+
+/** One row of a bulk request: either a valid contact or why it was rejected. */
+export type BulkRow = { contact: ContactInput & { email: string } } | { email: string | null; message: string };
+
+export type BulkError = { index: number; email: string | null; message: string };
+
+// Keeps each statement's JSON parameter to a few MB even when rows carry many properties.
+const WRITE_CHUNK = Number(process.env.CHUNK ?? 2_500);
+
+type Book = NonNullable<Awaited<ReturnType<typeof contacts.findBookForContacts>>>;
+
+export function toContact(row: ContactRow) {
+  return {
+    id: row.id,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    email: row.email,
+    subscribed: row.subscribed,
+    unsubscribeReason: row.unsubscribe_reason,
+    properties: row.properties,
+    contactBookId: row.contact_book_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function fieldsOf(row: ContactStateRow): ContactFields {
+  return {
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    properties: row.properties,
+    subscribed: row.subscribed,
+    unsubscribeReason: row.unsubscribe_reason,
+    pendingConfirmation: row.pending_confirmation,
+  };
+}
+
+/** A path's contactId names a contact by address when it is one, otherwise by id. */
+function keyOf(contactId: string): ContactKey {
+  // No contact id is ever an address (generated ids are alphanumeric, and a path's id is taken only
+  // when it is not an address), so an address can only mean the contact's email.
+  const email = normalizeEmail(contactId);
+  return email ? { email } : { id: contactId };
+}
+
+function newContact(book: Book, id: string, email: string, input: ContactInput): ContactWrite {
+  const firstName = input.firstName ?? null;
+  const lastName = input.lastName ?? null;
+  const properties = input.properties ?? {};
+  // Consent in a double opt-in book comes only from the person confirming the emailed link, so
+  // the caller's `subscribed` cannot skip it.
+  if (book.double_opt_in_enabled) {
+    return { id, email, firstName, lastName, properties, subscribed: false, unsubscribeReason: null, pendingConfirmation: true };
+  }
+  const subscribed = input.subscribed ?? true;
+  const unsubscribeReason = subscribed ? null : 'UNSUBSCRIBED';
+  return { id, email, firstName, lastName, properties, subscribed, unsubscribeReason, pendingConfirmation: false };
+}
+
+function subscription(current: ContactFields, subscribed: boolean | undefined) {
+  // A pending contact waits for its confirmation whatever the API says, which also keeps a
+  // repeated creating request (that said subscribed: true or false) a no-op.
+  if (subscribed === undefined || current.pendingConfirmation) return {};
+  if (subscribed) return { subscribed: true, unsubscribeReason: null };
+  // A bounce or complaint says more than a plain unsubscribe: keep it as the reason.
+  return { subscribed: false, unsubscribeReason: current.unsubscribeReason ?? 'UNSUBSCRIBED' };
+}
+
+function sameProperties(a: Record<string, string>, b: Record<string, string>) {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key]);
+}
+
+/** The contact after applying `input`, or null when nothing would change (so updatedAt stays put). */
+function changedFields(current: ContactFields, input: ContactInput): ContactFields | null {
+  const next: ContactFields = {
+    email: input.email ?? current.email,
+    firstName: input.firstName !== undefined ? input.firstName : current.firstName,
+    lastName: input.lastName !== undefined ? input.lastName : current.lastName,
+    properties: input.properties ?? current.properties,
+    subscribed: current.subscribed,
+    unsubscribeReason: current.unsubscribeReason,
+    pendingConfirmation: current.pendingConfirmation,
+    ...subscription(current, input.subscribed),
+  };
+  const same =
+    next.email === current.email &&
+    next.firstName === current.firstName &&
+    next.lastName === current.lastName &&
+    next.subscribed === current.subscribed &&
+    next.unsubscribeReason === current.unsubscribeReason &&
+    sameProperties(next.properties, current.properties);
+  return same ? null : next;
+}
+
+/**
+ * Runs `work` in one transaction with the book locked, or answers 404 exactly as for a missing book
+ * when it is another team's. The unique indexes are what reject a taken address (or an id a
+ * concurrent request just created): their violation is the caller's 409, not a 500.
+ */
+async function inBook<T>(
+  db: Db,
+  target: { teamId: number; bookId: string; lock: BookLock; email?: string },
+  work: (tx: Db, book: Book) => Promise<T>,
+): Promise<T> {
+  const { teamId, bookId, lock, email } = target;
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const book = await contacts.findBookForContacts(tx, teamId, bookId, lock);
+      if (!book) throw notFound('Contact book');
+      return work(tx, book);
+    });
+  } catch (error) {
+    const violation = contacts.uniqueViolation(error);
+    if (violation === 'email') {
+      throw conflict(`Another contact in this contact book already has ${email ? `the email address ${email}` : 'one of these email addresses'}`);
+    }
+    if (violation === 'id') throw conflict('The contact was created by a concurrent request; retry to update it');
+    throw error;
+  }
+}
+
+async function requireBook(db: Db, teamId: number, bookId: string) {
+  const book = await contacts.findBookForContacts(db, teamId, bookId);
+  if (!book) throw notFound('Contact book');
+  return book;
+}
+
+async function update(tx: Db, teamId: number, current: ContactRow, input: ContactInput) {
+  const next = changedFields(fieldsOf(current), input);
+  if (next) await contacts.updateContacts(tx, teamId, current.contact_book_id, [{ ...next, id: current.id }]);
+  return { contactId: current.id };
+}
+
+async function create(tx: Db, teamId: number, book: Book, id: string, email: string, input: ContactInput) {
+  await contacts.insertContacts(tx, teamId, book.id, [newContact(book, id, email, input)]);
+  return { contactId: id };
+}
+
+/**
+ * PUT: updates the contact the path names (by id, or by address case-insensitively) or creates
+ * it, taking the path's id as its id unless the path is an address.
+ */
+export async function upsertContact(db: Db, teamId: number, bookId: string, contactId: string, input: ContactInput) {
+  const key = keyOf(contactId);
+  if ('email' in key && input.email !== undefined && input.email.toLowerCase() !== key.email.toLowerCase()) {
+    // Moving the contact off the address in the path would make the same PUT create a new contact
+    // next time; renaming goes through PATCH or a PUT keyed by id.
+    throw invalid('email', `must be the address in the path (${key.email}) when the contact is addressed by email`);
+  }
+  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+    const current = await contacts.findContact(tx, teamId, bookId, key, true);
+    if (current) return update(tx, teamId, current, input);
+    const email = 'email' in key ? key.email : input.email;
+    if (email === undefined) throw invalid('email', 'is required to create a contact');
+    return create(tx, teamId, book, 'id' in key ? key.id : newId(), email, input);
+  });
+}
+
+/** POST: creates a contact by address, or updates the one that already has it. */
+export async function createContact(db: Db, teamId: number, bookId: string, input: ContactInput & { email: string }) {
+  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+    const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
+    if (current) return update(tx, teamId, current, input);
+    return create(tx, teamId, book, newId(), input.email, input);
+  });
+}
+
+export async function updateContact(db: Db, teamId: number, bookId: string, contactId: string, input: ContactInput) {
+  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
+    const current = await contacts.findContact(tx, teamId, bookId, keyOf(contactId), true);
+    if (!current) throw notFound('Contact');
+    return update(tx, teamId, current, input);
+  });
+}
+
+export async function getContact(db: Db, teamId: number, bookId: string, contactId: string) {
+  await requireBook(db, teamId, bookId);
+  const row = await contacts.findContact(db, teamId, bookId, keyOf(contactId));
+  if (!row) throw notFound('Contact');
+  return toContact(row);
+}
+
+export async function listContacts(
+  db: Db,
+  teamId: number,
+  bookId: string,
+  query: contacts.ContactFilter & { page: number; limit: number },
+) {
+  await requireBook(db, teamId, bookId);
+  const { page, limit, ...filter } = query;
+  const { rows, total } = await contacts.listContacts(db, teamId, bookId, filter, { offset: (page - 1) * limit, limit });
+  return { contacts: rows.map(toContact), total };
+}
+
+function splitKeys(contactIds: string[]) {
+  const keys = { ids: [] as string[], emails: [] as string[] };
+  for (const contactId of contactIds) {
+    const key = keyOf(contactId);
+    if ('email' in key) keys.emails.push(key.email);
+    else keys.ids.push(key.id);
+  }
+  return keys;
+}
+
+export async function deleteContact(db: Db, teamId: number, bookId: string, contactId: string) {
+  await requireBook(db, teamId, bookId);
+  const count = await contacts.deleteContacts(db, teamId, bookId, splitKeys([contactId]));
+  if (count === 0) throw notFound('Contact');
+  return { success: true };
+}
+
+export async function bulkDeleteContacts(db: Db, teamId: number, bookId: string, contactIds: string[]) {
+  await requireBook(db, teamId, bookId);
+  const count = await contacts.deleteContacts(db, teamId, bookId, splitKeys(contactIds));
+  return { success: true, count };
+}
+
+/**
+ * POST bulk: upserts every valid row by address in one transaction and reports the others. One
+ * read finds (and locks) the contacts the rows match; then each chunk of new contacts is one
+ * INSERT and each chunk of changed ones one upsert. The book is locked exclusively, so no other
+ * write can add an address between the read and the insert.
+ */
+export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string, rows: BulkRow[]) {
+  const errors: BulkError[] = [];
+  const valid: Array<{ index: number; contact: ContactInput & { email: string } }> = [];
+  rows.forEach((row, index) => {
+    if ('contact' in row) valid.push({ index, contact: row.contact });
+    else errors.push({ index, email: row.email, message: row.message });
+  });
+
+  const counts = await inBook(db, { teamId, bookId, lock: 'update' }, async (tx, book) => {
+    const keys = await contacts.emailKeys(tx, valid.map((row) => row.contact.email));
+    const firstIndexOf = new Map<string, number>();
+    const unique: Array<{ key: string; contact: ContactInput & { email: string } }> = [];
+    valid.forEach(({ index, contact }, i) => {
+      const key = keys[i]!;
+      const first = firstIndexOf.get(key);
+      if (first === undefined) {
+        firstIndexOf.set(key, index);
+        unique.push({ key, contact });
+      } else {
+        // Two rows for one contact in one request leave no clear winner: the caller decides.
+        errors.push({ index, email: contact.email, message: `email: repeats the address of row ${first}` });
+      }
+    });
+
+    const found = await contacts.findContactsByEmailKeys(tx, teamId, bookId, unique.map((row) => row.key));
+    const existing = new Map(found.map((row) => [row.key, row]));
+    let created = 0;
+    let writing: Promise<void> = Promise.resolve();
+    for (let start = 0; start < unique.length; start += WRITE_CHUNK) {
+      const inserts: ContactWrite[] = [];
+      const updates: ContactWrite[] = [];
+      for (const { key, contact } of unique.slice(start, start + WRITE_CHUNK)) {
+        const current = existing.get(key);
+        if (!current) {
+          inserts.push(newContact(book, newId(), contact.email, contact));
+          continue;
+        }
+        const next = changedFields(fieldsOf(current), contact);
+        if (next) updates.push({ ...next, id: current.id });
+      }
+      created += inserts.length;
+      // The previous chunk was written while this one was prepared; waiting for it here keeps
+      // one chunk in flight, so a failure stops the rest.
+      await writing;
+      writing = (async () => {
+        await contacts.insertContacts(tx, teamId, bookId, inserts);
+        await contacts.updateContacts(tx, teamId, bookId, updates);
+      })();
+    }
+    await writing;
+    return { created, updated: unique.length - created };
+  });
+
+  errors.sort((a, b) => a.index - b.index);
+  const count = counts.created + counts.updated;
+  return {
+    message: `Saved ${count} contact${count === 1 ? '' : 's'} (${counts.created} created, ${counts.updated} updated); rejected ${errors.length} row${errors.length === 1 ? '' : 's'}`,
+    count,
+    ...counts,
+    errors,
+  };
+}

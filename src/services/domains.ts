@@ -1,0 +1,177 @@
+import { isIP } from 'node:net';
+import type { Config } from '../config.js';
+import type { Db } from '../db/connection.js';
+import * as domains from '../data/domains.js';
+import type { DomainRow } from '../data/domains.js';
+import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
+import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
+import { checkDomainNow } from '../domains/worker.js';
+import { asciiHostname } from '../email-address.js';
+import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
+import { validationError } from '../validation.js';
+
+export type DomainDeps = { db: Db; config: Config };
+/** Who asks: a team, through a key that may be scoped to one of its domains. */
+export type DomainCaller = { teamId: number; domainId: number | null };
+
+export type Domain = ReturnType<typeof toDomain>;
+
+export function toDomain(row: DomainRow, config: Config) {
+  const statuses: Record<RecordKind, DomainRow['status']> = {
+    dkim: row.dkim_status, spf: row.spf_status, mx: row.mx_status, dmarc: row.dmarc_status,
+  };
+  const records = requiredRecords(
+    { name: row.name, subdomain: row.subdomain, dkimSelector: row.dkim_selector, dkimPublicKey: row.dkim_public_key },
+    config,
+  );
+  return {
+    id: row.id,
+    name: row.name,
+    teamId: row.team_id,
+    status: row.status,
+    region: row.region,
+    clickTracking: row.click_tracking,
+    openTracking: row.open_tracking,
+    publicKey: row.dkim_public_key,
+    dkimStatus: row.dkim_status,
+    spfDetails: row.spf_status,
+    dmarcAdded: row.dmarc_status === 'SUCCESS',
+    isVerifying: row.is_verifying,
+    errorMessage: row.error_message,
+    subdomain: row.subdomain,
+    verificationError: row.verification_error,
+    lastCheckedTime: row.last_checked_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    dnsRecords: records.map((record) => ({
+      type: record.type,
+      name: record.name,
+      value: record.value,
+      ttl: 'Auto',
+      priority: record.priority === null ? null : String(record.priority),
+      status: statuses[record.kind],
+      recommended: record.recommended,
+    })),
+  };
+}
+
+const MAX_DOMAIN_ID = 2_147_483_647;
+const MAX_HOST_LENGTH = 253;
+
+/**
+ * The domain id of the path. Not an integer: no such domain. A key scoped to a domain may touch
+ * that one only, and is refused for every other id alike, so it learns nothing about them.
+ */
+function domainIdFor(caller: DomainCaller, rawId: string): number {
+  const id = /^\d{1,10}$/.test(rawId) ? Number(rawId) : NaN;
+  if (!(id <= MAX_DOMAIN_ID)) throw notFound('Domain');
+  if (caller.domainId !== null && caller.domainId !== id) {
+    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot access domain ${rawId}`);
+  }
+  return id;
+}
+
+function nameProblem(name: string): string | null {
+  if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) return 'must be a domain name, not an IP address';
+  if (name.endsWith('.')) return 'must not end with a dot';
+  return null;
+}
+
+function normalizeName(input: string, dkimSelector: string, config: Config): { name: string; subdomain: string | null } | ErrorDetail {
+  const name = input.trim();
+  const problem = nameProblem(name);
+  const ascii = problem ? null : asciiHostname(name);
+  if (!ascii) {
+    return {
+      path: 'name',
+      message: problem ??
+        `"${input}" is not a valid domain name: use letters, digits and hyphens in dot-separated labels of at most 63 characters, at most 253 in all (international names are allowed)`,
+    };
+  }
+  const parts = registrableParts(ascii);
+  if (!parts) return { path: 'name', message: `${ascii} is a public suffix; register a domain under it` };
+  const identity = { name: ascii, subdomain: parts.subdomain, dkimSelector, dkimPublicKey: '' };
+  const tooLong = requiredRecords(identity, config).find((record) => record.host.length > MAX_HOST_LENGTH);
+  if (tooLong) {
+    return { path: 'name', message: `is too long: its ${tooLong.kind.toUpperCase()} record would be named ${tooLong.host.length} characters, over DNS's ${MAX_HOST_LENGTH}` };
+  }
+  return identity;
+}
+
+export async function createDomain(deps: DomainDeps, caller: DomainCaller, input: { name: string; region?: string }) {
+  if (caller.domainId !== null) {
+    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId}; adding domains needs a key for the whole team`);
+  }
+  const { regions } = deps.config;
+  const region = input.region ?? regions[0]!;
+  const dkimSelector = newDkimSelector();
+  const normalized = normalizeName(input.name, dkimSelector, deps.config);
+  const problems: ErrorDetail[] = [];
+  if ('path' in normalized) problems.push(normalized);
+  if (!regions.includes(region)) problems.push({ path: 'region', message: `must be one of: ${regions.join(', ')}` });
+  if ('path' in normalized || problems.length > 0) throw validationError(problems);
+
+  const row = await domains.insertDomain(deps.db, {
+    teamId: caller.teamId,
+    name: normalized.name,
+    subdomain: normalized.subdomain,
+    region,
+    dkimSelector,
+    key: await generateDkimKeyPair(),
+    verifyFrom: deps.config.autoVerify ? new Date() : null,
+  });
+  if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);
+  if (deps.config.autoVerify) checkDomainNow(deps.db, row.id);
+  return toDomain(row, deps.config);
+}
+
+export async function listDomains(deps: DomainDeps, caller: DomainCaller) {
+  return (await domains.listDomains(deps.db, caller.teamId, caller.domainId)).map((row) => toDomain(row, deps.config));
+}
+
+export async function getDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+  const row = await domains.findDomain(deps.db, caller.teamId, domainIdFor(caller, rawId));
+  if (!row) throw notFound('Domain');
+  return toDomain(row, deps.config);
+}
+
+export async function updateDomain(
+  deps: DomainDeps,
+  caller: DomainCaller,
+  rawId: string,
+  input: { openTracking?: boolean; clickTracking?: boolean },
+) {
+  const row = await domains.updateTracking(deps.db, caller.teamId, domainIdFor(caller, rawId), input);
+  if (!row) throw notFound('Domain');
+  return toDomain(row, deps.config);
+}
+
+export async function deleteDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+  const id = domainIdFor(caller, rawId);
+  return deps.db.transaction().execute(async (tx) => {
+    const row = await domains.findDomain(tx, caller.teamId, id, true);
+    if (!row) throw notFound('Domain');
+    const keys = await domains.deleteDomain(tx, caller.teamId, id);
+    const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
+    return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
+  });
+}
+
+/**
+ * Starts verification: PENDING and a check at once, then checks with backoff until the window
+ * ends. A verified domain stays verified (its mail keeps flowing) and is simply re-checked now.
+ */
+export async function verifyDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+  const id = domainIdFor(caller, rawId);
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const current = await domains.findDomain(tx, caller.teamId, id, true);
+    if (!current) throw notFound('Domain');
+    await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
+    return current;
+  });
+  checkDomainNow(deps.db, id);
+  const message = row.status === 'SUCCESS'
+    ? `Domain ${row.name} is verified; its DNS records are being checked again now`
+    : `Verification of ${row.name} started: its DNS records are checked now, then again with backoff until the verification window ends`;
+  return { message };
+}

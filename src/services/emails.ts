@@ -1,0 +1,300 @@
+import { createHash } from 'node:crypto';
+import type { Config } from '../config.js';
+import type { Db } from '../db/connection.js';
+import type { EmailStatus, StoredAttachment } from '../db/schema.js';
+import * as emails from '../data/emails.js';
+import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
+import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
+import { parseMailbox } from '../email-address.js';
+import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
+import { newId } from '../ids.js';
+import { parseSchedule } from '../scheduling/parse-schedule.js';
+import { wakeDispatcher } from '../sending/dispatcher.js';
+import { htmlToText } from '../sending/html-to-text.js';
+import { isOwnHeader } from '../sending/message.js';
+import { validationError } from '../validation.js';
+import { assertVerifiedSender } from './sender-domain.js';
+
+export type EmailDeps = { db: Db; config: Pick<Config, 'scheduleTimeZone'> };
+/** Who asks: a team, through a key that may be scoped to one of its domains. */
+export type EmailCaller = { teamId: number; domainId: number | null };
+
+export const MAX_RECIPIENTS = 50;
+
+export type EmailInput = {
+  to: string | string[];
+  from: string;
+  subject: string;
+  html?: string | null;
+  text?: string | null;
+  replyTo?: string | string[];
+  cc?: string | string[];
+  bcc?: string | string[];
+  headers?: Record<string, string>;
+  attachments?: { filename: string; content: string; contentType?: string }[];
+  scheduledAt?: string;
+};
+
+const CONTENT_TYPES: Record<string, string> = {
+  pdf: 'application/pdf', txt: 'text/plain', csv: 'text/csv', html: 'text/html', htm: 'text/html', ics: 'text/calendar',
+  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml',
+  json: 'application/json', xml: 'application/xml', zip: 'application/zip', gz: 'application/gzip',
+  doc: 'application/msword', docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xls: 'application/vnd.ms-excel', xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+};
+const contentTypeOf = (filename: string) => CONTENT_TYPES[/\.([^.]+)$/.exec(filename)?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
+
+/** Splits a comma-separated list at the commas outside quotes and angle brackets. */
+function splitAddressList(value: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  let angle = false;
+  for (const char of value) {
+    if (char === '"') quoted = !quoted;
+    else if (char === '<' && !quoted) angle = true;
+    else if (char === '>' && !quoted) angle = false;
+    if (char === ',' && !quoted && !angle) {
+      parts.push(current);
+      current = '';
+    } else current += char;
+  }
+  parts.push(current);
+  return parts.map((part) => part.trim()).filter(Boolean);
+}
+
+/** Each mailbox validated and stored as `addr` or `"Name" <addr>`. */
+function mailboxes(value: string | string[] | undefined, path: string, problems: ErrorDetail[], required = false): string[] {
+  const items = (Array.isArray(value) ? value : value === undefined ? [] : [value]).flatMap(splitAddressList);
+  if (required && items.length === 0) problems.push({ path, message: 'must name at least one address' });
+  if (items.length > MAX_RECIPIENTS) problems.push({ path, message: `must be at most ${MAX_RECIPIENTS} addresses` });
+  const result: string[] = [];
+  for (const item of items) {
+    const mailbox = parseMailbox(item);
+    if (!mailbox) problems.push({ path, message: `"${item}" is not a valid email address` });
+    else result.push(mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address);
+  }
+  return result;
+}
+
+type Prepared = Omit<NewEmail, 'teamId' | 'domainId' | 'messageId'>;
+
+/** Checks one email's fields beyond their shape; every problem lands in `problems`, under `prefix`. */
+function prepare(input: EmailInput, prefix: string, now: Date, timeZone: string, problems: ErrorDetail[]): Prepared {
+  const at = (field: string) => `${prefix}${field}`;
+  const to = mailboxes(input.to, at('to'), problems, true);
+  const cc = mailboxes(input.cc, at('cc'), problems);
+  const bcc = mailboxes(input.bcc, at('bcc'), problems);
+  const replyTo = mailboxes(input.replyTo, at('replyTo'), problems);
+  const html = input.html || null;
+  const text = input.text || (html === null ? null : htmlToText(html));
+  if (html === null && !input.text) {
+    problems.push({ path: at('html'), message: 'html or text is required' }, { path: at('text'), message: 'html or text is required' });
+  }
+  const owned = Object.keys(input.headers ?? {}).filter(isOwnHeader);
+  if (owned.length > 0) {
+    problems.push({ path: at('headers'), message: `may not set ${owned.join(', ')}: Mailroom writes these header fields itself` });
+  }
+  let scheduledAt: Date | null = null;
+  if (input.scheduledAt !== undefined) {
+    try {
+      scheduledAt = parseSchedule(input.scheduledAt, { now, timeZone, field: at('scheduledAt') });
+    } catch (error) {
+      if (!(error instanceof ApiError) || !error.details) throw error;
+      problems.push(...error.details);
+    }
+  }
+  const attachments: StoredAttachment[] = (input.attachments ?? []).map((attachment) => ({
+    filename: attachment.filename,
+    contentType: attachment.contentType ?? contentTypeOf(attachment.filename),
+    content: Buffer.from(attachment.content, 'base64').toString('base64'),
+  }));
+  return {
+    id: newId(),
+    from: input.from,
+    to, cc, bcc, replyTo,
+    subject: input.subject,
+    html, text,
+    headers: input.headers ?? {},
+    attachments,
+    scheduledAt,
+    sendAt: scheduledAt && scheduledAt > now ? scheduledAt : now,
+    createdAt: now,
+  };
+}
+
+/** The sender rule for each distinct `from` once: a verified domain of the team, within the key's scope. */
+async function senderDomains(db: Db, caller: EmailCaller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
+  const found = new Map<string, { id: number; name: string; from: string } | null>();
+  for (const [index, input] of inputs.entries()) {
+    if (found.has(input.from)) {
+      if (found.get(input.from) === null) problems.push({ path: `${prefixes[index]}from`, message: 'is not a verified sender (see above)' });
+      continue;
+    }
+    try {
+      const { mailbox, domain } = await assertVerifiedSender(db, caller.teamId, input.from, `${prefixes[index]}from`);
+      if (caller.domainId !== null && caller.domainId !== domain.id) {
+        throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot send from ${domain.name}`);
+      }
+      const from = mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address;
+      found.set(input.from, { id: domain.id, name: domain.name, from });
+    } catch (error) {
+      if (!(error instanceof ApiError) || !error.details) throw error;
+      problems.push(...error.details);
+      found.set(input.from, null);
+    }
+  }
+  return found;
+}
+
+const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
+
+/**
+ * Stores the emails, each with its first event, all or none; the dispatcher sends them. With an
+ * Idempotency-Key the same request within 24 h answers as the first did and stores nothing again;
+ * another request under the key is a 409.
+ */
+async function createEmails<R>(
+  deps: EmailDeps,
+  caller: EmailCaller,
+  request: { kind: 'single' | 'batch'; inputs: EmailInput[]; idempotencyKey: string | null },
+  respond: (ids: string[]) => R,
+): Promise<R> {
+  const now = new Date();
+  const problems: ErrorDetail[] = [];
+  const prefixes = request.inputs.map((_input, index) => (request.kind === 'batch' ? `${index}.` : ''));
+  const prepared = request.inputs.map((input, index) => prepare(input, prefixes[index]!, now, deps.config.scheduleTimeZone, problems));
+  const domains = await senderDomains(deps.db, caller, request.inputs, prefixes, problems);
+  if (problems.length > 0) throw validationError(problems);
+
+  const rows: NewEmail[] = prepared.map((email, index) => {
+    const domain = domains.get(request.inputs[index]!.from)!;
+    return { ...email, from: domain.from, teamId: caller.teamId, domainId: domain.id, messageId: `<${email.id}@${domain.name}>` };
+  });
+  const response = respond(rows.map((row) => row.id));
+  const { idempotencyKey } = request;
+  const stored = await deps.db.transaction().execute(async (tx) => {
+    if (idempotencyKey !== null) {
+      const hash = requestHash(request.kind, request.inputs);
+      const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: hash, response, now });
+      if (!taken) {
+        const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
+        if (first.request_hash !== hash) {
+          throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
+        }
+        return first.response as R;
+      }
+    }
+    await emails.insertEmails(tx, rows);
+    return response;
+  });
+  if (stored === response) wakeDispatcher(deps.db);
+  return stored;
+}
+
+export const sendEmail = (deps: EmailDeps, caller: EmailCaller, input: EmailInput, idempotencyKey: string | null) =>
+  createEmails(deps, caller, { kind: 'single', inputs: [input], idempotencyKey }, ([emailId]) => ({ emailId: emailId! }));
+
+export const sendBatch = (deps: EmailDeps, caller: EmailCaller, inputs: EmailInput[], idempotencyKey: string | null) =>
+  createEmails(deps, caller, { kind: 'batch', inputs, idempotencyKey }, (ids) => ({ data: ids.map((emailId) => ({ emailId })) }));
+
+const joined = (addresses: string[]) => (addresses.length > 0 ? addresses.join(', ') : null);
+
+export function toEmail(row: EmailRow) {
+  return {
+    id: row.id,
+    teamId: row.team_id,
+    domainId: row.domain_id,
+    from: row.from_address,
+    to: row.to_addresses.join(', '),
+    replyTo: joined(row.reply_to_addresses),
+    cc: joined(row.cc_addresses),
+    bcc: joined(row.bcc_addresses),
+    subject: row.subject,
+    html: row.html,
+    text: row.text,
+    latestStatus: row.status,
+    scheduledAt: row.scheduled_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+const toEvent = (event: EmailEventRow) => ({
+  emailId: event.email_id,
+  status: event.status,
+  createdAt: event.created_at.toISOString(),
+  data: event.data,
+});
+
+/** The team's email, within the key's domain scope. */
+async function findOwnEmail(db: Db, caller: EmailCaller, id: string): Promise<EmailRow> {
+  const row = await emails.findEmail(db, caller.teamId, id);
+  if (!row) throw notFound('Email');
+  if (caller.domainId !== null && row.domain_id !== caller.domainId) {
+    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot access mail of another domain`);
+  }
+  return row;
+}
+
+export async function getEmail(deps: EmailDeps, caller: EmailCaller, id: string) {
+  const row = await findOwnEmail(deps.db, caller, id);
+  const events = await emails.listEvents(deps.db, caller.teamId, id);
+  return { ...toEmail(row), emailEvents: events.map(toEvent) };
+}
+
+export type ListEmailsQuery = {
+  page: number;
+  limit: number;
+  domainId?: number;
+  status?: EmailStatus;
+  startDate?: Date;
+  endDate?: Date;
+};
+
+export async function listEmails(deps: EmailDeps, caller: EmailCaller, query: ListEmailsQuery) {
+  if (caller.domainId !== null && query.domainId !== undefined && query.domainId !== caller.domainId) {
+    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot list mail of domain ${query.domainId}`);
+  }
+  const { rows, count } = await emails.listEmails(
+    deps.db,
+    caller.teamId,
+    {
+      domainId: caller.domainId ?? query.domainId ?? null,
+      status: query.status ?? null,
+      startDate: query.startDate ?? null,
+      endDate: query.endDate ?? null,
+    },
+    { offset: (query.page - 1) * query.limit, limit: query.limit },
+  );
+  return { data: rows.map(toEmail), count };
+}
+
+/** Why a schedule change was refused: the state as it is now. */
+function scheduleConflict(row: EmailRow, action: string) {
+  const state = row.status === 'SCHEDULED' ? 'SCHEDULED and already picked up for sending' : row.status;
+  return conflict(`Email ${row.id} is ${state}; it can only be ${action} while SCHEDULED and not yet picked up for sending`);
+}
+
+/** Cancels a SCHEDULED email no dispatcher has claimed; it can then never be sent. */
+export async function cancelEmail(deps: EmailDeps, caller: EmailCaller, id: string) {
+  const row = await findOwnEmail(deps.db, caller, id);
+  const changed = await emails.changeSchedule(deps.db, caller.teamId, id, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
+  if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'cancelled');
+  return { emailId: id };
+}
+
+export async function rescheduleEmail(deps: EmailDeps, caller: EmailCaller, id: string, scheduledAtInput: string) {
+  const now = new Date();
+  const scheduledAt = parseSchedule(scheduledAtInput, { now, timeZone: deps.config.scheduleTimeZone });
+  const row = await findOwnEmail(deps.db, caller, id);
+  const changed = await emails.changeSchedule(deps.db, caller.teamId, id, {
+    status: 'SCHEDULED',
+    sendAt: scheduledAt > now ? scheduledAt : now,
+    data: { scheduledAt: scheduledAt.toISOString(), previousScheduledAt: row.scheduled_at?.toISOString() ?? null },
+    now,
+  });
+  if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'rescheduled');
+  wakeDispatcher(deps.db);
+  return { emailId: id };
+}

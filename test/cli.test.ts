@@ -1,0 +1,149 @@
+import { existsSync } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, usingPostgres, type TestDatabase } from './helpers/database.js';
+import { childEnv, cli, killAll, runCli, startServerProcess, tempDir, type ServerProcess } from './helpers/processes.js';
+import { call } from './helpers/server.js';
+
+afterAll(killAll);
+
+describe('the CLI manages teams and keys of the running service', () => {
+  let dataDir: string;
+  let database: TestDatabase | undefined;
+  let env: NodeJS.ProcessEnv;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    dataDir = await tempDir();
+    database = usingPostgres() ? await createTestDatabase() : undefined;
+    env = childEnv({ DATA_DIR: dataDir, DATABASE_URL: database?.url, RATE_LIMIT_PER_SECOND: '50' });
+    server = await startServerProcess(env);
+  });
+  afterAll(async () => {
+    if (server) expect((await server.stop()).code).toBe(0);
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('team create answers a key that works against the API', async () => {
+    const team = await cli(['team', 'create', '--name', 'Acme Inc'], env);
+    expect(team).toMatchObject({ teamId: expect.any(Number), name: 'Acme Inc', apiKey: expect.stringMatching(/^mr_/) });
+    expect((await call(server.url, 'GET', '/v1/contactBooks', { key: team.apiKey })).status).toBe(200);
+  });
+
+  it('keys are created, listed without their tokens, and a revoked key is refused', async () => {
+    const team = await cli(['team', 'create', '--name', 'Keys'], env);
+    const key = await cli(['key', 'create', '--team', String(team.teamId), '--name', 'deploy'], env);
+    expect(key).toMatchObject({ id: expect.any(String), teamId: team.teamId, name: 'deploy', permission: 'full', domainId: null });
+    expect((await call(server.url, 'GET', '/v1/contactBooks', { key: key.apiKey })).status).toBe(200);
+
+    const listed = await runCli(['key', 'list', '--team', String(team.teamId)], env);
+    expect(listed.json.map((k: { id: string }) => k.id)).toEqual([team.keyId, key.id]);
+    expect(listed.json[1]).toMatchObject({ name: 'deploy', permission: 'full', revokedAt: null, hint: expect.any(String) });
+    expect(listed.stdout).not.toContain(key.apiKey);
+    expect(listed.stdout).not.toContain(team.apiKey);
+
+    const revoked = await cli(['key', 'revoke', '--id', key.id], env);
+    expect(revoked).toEqual({ id: key.id, revokedAt: expect.stringMatching(/Z$/) });
+    expect((await call(server.url, 'GET', '/v1/contactBooks', { key: key.apiKey })).status).toBe(401);
+    expect((await call(server.url, 'GET', '/v1/contactBooks', { key: team.apiKey })).status).toBe(200);
+    const after = await cli(['key', 'list', '--team', String(team.teamId)], env);
+    expect(after[1].revokedAt).toBe(revoked.revokedAt);
+  });
+
+  it('a sending-permission key may not manage contact books', async () => {
+    const team = await cli(['team', 'create', '--name', 'Senders'], env);
+    const key = await cli(['key', 'create', '--team', String(team.teamId), '--permission', 'sending'], env);
+    expect(key.permission).toBe('sending');
+    const res = await call(server.url, 'GET', '/v1/contactBooks', { key: key.apiKey });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('FORBIDDEN');
+  });
+
+  it("set-rate-limit changes the team's X-RateLimit-Limit, and 'default' restores RATE_LIMIT_PER_SECOND", async () => {
+    const team = await cli(['team', 'create', '--name', 'Limited'], env);
+    const limit = async () => (await call(server.url, 'GET', '/v1/contactBooks', { key: team.apiKey })).headers.get('x-ratelimit-limit');
+    expect(await limit()).toBe('50');
+    expect(await cli(['team', 'set-rate-limit', '--team', String(team.teamId), '--per-second', '7'], env)).toEqual({
+      teamId: team.teamId,
+      rateLimitPerSecond: 7,
+    });
+    expect(await limit()).toBe('7');
+    await cli(['team', 'set-rate-limit', '--team', String(team.teamId), '--per-second=default'], env);
+    expect(await limit()).toBe('50');
+  });
+
+  it('bad arguments get an error naming the flag and exit status 2; a missing record exits 1', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [[], /Missing command/],
+      [['team', 'frobnicate'], /Unknown command "team frobnicate"/],
+      [['team', 'create'], /--name is required/],
+      [['team', 'create', '--name'], /--name needs a value/],
+      [['key', 'create', '--team', 'abc'], /--team must be a positive integer/],
+      [['key', 'create', '--team', '1', '--permission', 'admin'], /--permission must be one of: full, sending/],
+      [['key', 'list', '--team', '1', '--nme', 'x'], /Unknown flag --nme/],
+      [['team', 'set-rate-limit', '--team', '1', '--per-second', '0'], /--per-second must be a positive integer or "default"/],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => runCli(args, env)));
+    runs.forEach((run, i) => {
+      expect(run.code, cases[i]![0].join(' ')).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.failure).toEqual({ error: expect.stringMatching(cases[i]![1]), code: 'USAGE_ERROR' });
+    });
+
+    const [missingKey, missingTeam] = await Promise.all([
+      runCli(['key', 'revoke', '--id', 'key_does_not_exist'], env),
+      runCli(['key', 'create', '--team', '999999'], env),
+    ]);
+    expect(missingKey.code).toBe(1);
+    expect(missingKey.failure).toEqual({ error: 'API key key_does_not_exist not found', code: 'NOT_FOUND' });
+    expect(missingTeam.code).toBe(1);
+    expect(missingTeam.failure).toEqual({ error: 'Team 999999 not found', code: 'NOT_FOUND' });
+  });
+
+  it('--help describes every command and the output contract', async () => {
+    const run = await runCli(['--help'], env);
+    expect(run.code).toBe(0);
+    for (const command of ['team create', 'team set-rate-limit', 'key create', 'key list', 'key revoke']) {
+      expect(run.stdout).toContain(command);
+    }
+    expect(run.stdout).toContain('exit');
+  });
+});
+
+describe('on the embedded database', () => {
+  let dataDir: string;
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('the CLI works with and without a running server, on one store', async () => {
+    dataDir = await tempDir();
+    const env = childEnv({ DATA_DIR: dataDir });
+    const viaServer = /handing the command to the server/;
+
+    const direct = await runCli(['team', 'create', '--name', 'Made directly'], env);
+    expect(direct.code).toBe(0);
+    expect(direct.stderr).not.toMatch(viaServer);
+
+    const server = await startServerProcess(env);
+    const socket = await stat(path.join(dataDir, 'mailroom.sock'));
+    expect(socket.isSocket()).toBe(true);
+    expect(socket.mode & 0o777).toBe(0o600);
+
+    const relayed = await runCli(['team', 'create', '--name', 'Made through the server'], env);
+    expect(relayed.code).toBe(0);
+    expect(relayed.stderr).toMatch(viaServer);
+    const keysOfDirect = await cli(['key', 'list', '--team', String(direct.json.teamId)], env);
+    expect(keysOfDirect.map((k: { id: string }) => k.id)).toEqual([direct.json.keyId]);
+    for (const team of [direct.json, relayed.json]) {
+      expect((await call(server.url, 'GET', '/v1/contactBooks', { key: team.apiKey })).status).toBe(200);
+    }
+
+    expect((await server.stop()).code).toBe(0);
+    expect(existsSync(path.join(dataDir, 'mailroom.sock'))).toBe(false);
+    expect(existsSync(path.join(dataDir, 'mailroom.lock'))).toBe(false);
+    const afterwards = await runCli(['key', 'list', '--team', String(relayed.json.teamId)], env);
+    expect(afterwards.stderr).not.toMatch(viaServer);
+    expect(afterwards.json.map((k: { id: string }) => k.id)).toEqual([relayed.json.keyId]);
+  });
+});

@@ -1,0 +1,91 @@
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DkimSigner, generateDkimKeyPair, loadDkimSigner } from '../src/domains/dkim.js';
+import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { createDomain } from './helpers/domains.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+let dns: TestDnsServer;
+let server: TestServer;
+let teamId: number;
+let key: string;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  server = await startTestServer({ DNS_SERVERS: dns.address });
+  ({ teamId, apiKey: key } = await server.team());
+});
+afterAll(async () => {
+  await server.stop();
+  await dns.close();
+});
+
+/** mailauth's DKIM verification, reading keys from the loopback DNS server. */
+async function verifyDkim(message: Buffer | string) {
+  const result = await dkimVerify(message, {
+    resolver: (name: string, type: string) => (type === 'TXT' ? dns.resolver.resolveTxt(name) : dns.resolver.resolve(name, type)) as never,
+  });
+  return result.results;
+}
+
+const message = (from: string) =>
+  [
+    `From: "Acme News" <${from}>`,
+    'To: reader@example.org',
+    'Subject:   A subject   with  extra   spaces',
+    '   folded onto a second line',
+    'Date: Sun, 22 Nov 2026 09:00:00 +0000',
+    'Message-ID: <1@mailroom.test>',
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    'Content-Transfer-Encoding: 8bit',
+    '',
+    'Hello — this line has trailing spaces   ',
+    '',
+    'and\ttabs\t inside.',
+    '',
+    '',
+  ].join('\r\n');
+
+describe('DKIM', () => {
+  it("a message signed with the domain's key verifies against the TXT record served by DNS", async () => {
+    const domain = await createDomain(server, key, 'signed.test');
+    dns.serve(domain);
+    const selector = domain.dnsRecords[0].name.split('.')[0];
+    const [served] = await dns.resolver.resolveTxt(`${selector}._domainkey.signed.test`);
+    expect(served!.length).toBeGreaterThan(1);
+
+    const signer = await loadDkimSigner(server.deps.db, teamId, domain.id);
+    const signed = signer!.sign(message('news@signed.test'));
+    expect(signed.toString()).toMatch(/^DKIM-Signature: v=1;\r\n\ta=rsa-sha256;/);
+
+    const [result] = await verifyDkim(signed);
+    expect(result).toMatchObject({ signingDomain: 'signed.test', selector, status: { result: 'pass' } });
+  });
+
+  it('a signed message changed afterwards, or signed with another key, does not verify', async () => {
+    const domain = await createDomain(server, key, 'tampered.test');
+    dns.serve(domain);
+    const signer = (await loadDkimSigner(server.deps.db, teamId, domain.id))!;
+
+    const tampered = signer.sign(message('news@tampered.test')).toString().replace('trailing spaces', 'other words');
+    expect((await verifyDkim(tampered))[0]!.status.result).toBe('neutral');
+
+    const otherKey = await generateDkimKeyPair();
+    const impostor = new DkimSigner('tampered.test', signer.selector, otherKey.privateKeyPem);
+    expect((await verifyDkim(impostor.sign(message('news@tampered.test'))))[0]!.status.result).toBe('fail');
+  });
+
+  it('the signer takes bytes as well as text, and every header instance it signs is covered', async () => {
+    const domain = await createDomain(server, key, 'bytes.test');
+    dns.serve(domain);
+    const signer = (await loadDkimSigner(server.deps.db, teamId, domain.id))!;
+    const withTwoTo = message('news@bytes.test').replace('To: reader@example.org', 'To: a@example.org\r\nTo: b@example.org');
+    const signed = signer.sign(Buffer.from(withTwoTo));
+    expect((await verifyDkim(signed))[0]!.status.result).toBe('pass');
+    expect(signed.toString()).toMatch(/h=from:to:to:subject:date:message-id:mime-version:content-type:content-transfer-encoding;/);
+    const secondToChanged = signed.toString().replace('To: b@example.org', 'To: c@example.org');
+    expect((await verifyDkim(secondToChanged))[0]!.status.result).not.toBe('pass');
+    expect(await loadDkimSigner(server.deps.db, teamId + 1000, domain.id)).toBeNull();
+  });
+});

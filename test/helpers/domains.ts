@@ -1,0 +1,51 @@
+import { expect } from 'vitest';
+import type { TestServer } from './server.js';
+
+/** Hours, as the DOMAIN_*_HOURS variables take them, for a span given in milliseconds. */
+export const hoursEnv = (ms: number) => String(ms / 3_600_000);
+
+/** Polls GET /v1/domains/{id} until the domain satisfies the predicate; fails after the timeout. */
+export async function waitForDomain(
+  server: TestServer,
+  key: string,
+  id: number,
+  predicate: (domain: any) => boolean,
+  timeoutMs = 10_000,
+): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { status, body } = await server.call('GET', `/v1/domains/${id}`, { key });
+    expect(status).toBe(200);
+    if (predicate(body)) return body;
+    if (Date.now() > deadline) throw new Error(`domain ${id} never reached the expected state; last seen: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function createDomain(server: TestServer, key: string, name: string) {
+  const res = await server.call('POST', '/v1/domains', { key, body: { name, region: 'us-east-1' } });
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/**
+ * A domain of the team marked verified in the database, for tests about sending rather than DNS
+ * (test/domain-verification.test.ts proves the real way there).
+ */
+export async function verifiedDomain(server: TestServer, key: string, name: string) {
+  const domain = await createDomain(server, key, name);
+  await server.deps.db
+    .updateTable('domains')
+    .set({ status: 'SUCCESS', dkim_status: 'SUCCESS', spf_status: 'SUCCESS', mx_status: 'SUCCESS', dmarc_status: 'SUCCESS' })
+    .where('id', '=', domain.id)
+    .execute();
+  return { ...domain, status: 'SUCCESS' };
+}
+
+/** A domain verified the real way: its records served by the loopback DNS server, then checked. */
+export async function dnsVerifiedDomain(server: TestServer, key: string, dns: { serve(domain: any): void }, name: string) {
+  const domain = await createDomain(server, key, name);
+  dns.serve(domain);
+  expect((await server.call('PUT', `/v1/domains/${domain.id}/verify`, { key })).status).toBe(200);
+  return waitForDomain(server, key, domain.id, (d) => d.status === 'SUCCESS');
+}

@@ -1,0 +1,172 @@
+import { z } from 'zod';
+import { apiRoutes } from '../../src/api/index.js';
+import type { RouteDef } from '../../src/http/route.js';
+import { newId } from '../../src/ids.js';
+import { verifiedDomain } from './domains.js';
+import type { CallOptions, CallResult, TestServer } from './server.js';
+
+type Ids = (name: string) => Promise<string>;
+
+/**
+ * How to create one real resource of a team, keyed by the path parameter that names it (see
+ * resourceOf). A new resource is one line here; every generic test then reaches its endpoints with
+ * real ids.
+ */
+const resources: Record<string, (team: TeamFixture, server: TestServer) => Promise<string>> = {
+  contactBookId: async (team) => (await team.expectOk('POST', '/v1/contactBooks', { name: `Book ${team.tag}` })).id,
+  contactId: async (team) =>
+    (await team.expectOk('POST', `/v1/contactBooks/${await team.id('contactBookId')}/contacts`, { email: `${team.tag}@example.com` }))
+      .contactId,
+  domainId: async (team) => String((await team.expectOk('POST', '/v1/domains', { name: `${team.tag}.example.com` })).id),
+  senderDomain: async (team, server) => (await verifiedDomain(server, team.apiKey, `send-${team.tag}.example.com`)).name,
+  emailId: async (team) => (await team.expectOk('POST', '/v1/emails', { ...(await sampleEmail(team)), scheduledAt: FAR_FUTURE })).emailId,
+  email: async (team) => (await team.expectOk('POST', '/v1/suppressions', { email: `${team.tag}@example.com` })).email,
+};
+
+// Kept SCHEDULED for the whole run, so the team's data stays as the tests left it.
+const FAR_FUTURE = new Date(Date.now() + 30 * 86_400_000).toISOString();
+const sampleEmail = async (team: { id: Ids }) =>
+  ({ from: `Sample <hello@${await team.id('senderDomain')}>`, to: 'reader@example.com', subject: 'Sample', html: '<p>Hi</p>' });
+
+/**
+ * A body each endpoint accepts, for those whose body schema refuses `{}` or where `{}` would be a
+ * no-op; `ids` names the calling team's resources.
+ */
+const sampleBodies: Record<string, (ids: Ids) => unknown> = {
+  'POST /contactBooks': () => ({ name: 'Sample book' }),
+  'PATCH /contactBooks/{contactBookId}': () => ({ name: 'Renamed book' }),
+  'POST /contactBooks/{contactBookId}/contacts': () => ({ email: 'sample@example.com', firstName: 'Sam' }),
+  'PUT /contactBooks/{contactBookId}/contacts/{contactId}': () => ({ email: 'upserted@example.com', firstName: 'Una' }),
+  'PATCH /contactBooks/{contactBookId}/contacts/{contactId}': () => ({ firstName: 'Renamed' }),
+  'POST /contactBooks/{contactBookId}/contacts/bulk': () => [{ email: 'bulk@example.com' }],
+  'DELETE /contactBooks/{contactBookId}/contacts/bulk': async (ids) => ({ contactIds: [await ids('contactId')] }),
+  'POST /domains': () => ({ name: 'sample.example.com' }),
+  'PATCH /domains/{id}': () => ({ openTracking: true, clickTracking: true }),
+  'POST /emails': (ids) => sampleEmail({ id: ids }),
+  'POST /emails/batch': async (ids) => [await sampleEmail({ id: ids })],
+  'PATCH /emails/{emailId}': () => ({ scheduledAt: FAR_FUTURE }),
+  'POST /suppressions': () => ({ email: 'blocked@example.com' }),
+};
+
+/** Ids nothing ever gets, in each shape a path parameter takes (integer, opaque string). */
+const ABSENT_IDS = ['2147480000', 'absent_00000000000000000000'];
+
+export const routeName = (route: RouteDef) => `${route.method.toUpperCase()} ${route.path}`;
+
+export const pathParams = (route: RouteDef) => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+
+/** The resource a path parameter names: itself, or for a bare `{id}` its collection's (`/domains/{id}`: domainId). */
+export function resourceOf(route: RouteDef, name: string): string {
+  if (name !== 'id') return name;
+  const collection = /\/(\w+)\/\{id\}/.exec(route.path)![1]!;
+  return `${collection.replace(/s$/, '')}Id`;
+}
+
+/** Routes whose handler is reached only with a body, and those whose path names resources. */
+export const bodyRoutes = apiRoutes.filter((route) => route.body);
+export const routesWithParams = apiRoutes.filter((route) => pathParams(route).length > 0);
+
+/** An id of the shape this route's parameter takes that no resource has. */
+export function absentId(route: RouteDef, name: string): string {
+  const schema = route.params?.shape[name] as z.ZodType | undefined;
+  const id = ABSENT_IDS.find((candidate) => !schema || schema.safeParse(candidate).success);
+  if (!id) throw new Error(`${routeName(route)}: no absent id fits parameter ${name}; add its shape to ABSENT_IDS`);
+  return id;
+}
+
+export function fillPath(route: RouteDef, values: Record<string, string>, prefix = '/v1'): string {
+  return prefix + route.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(values[name]!));
+}
+
+export type TeamFixture = {
+  teamId: number;
+  apiKey: string;
+  /** Unique to this team; every fixture it creates carries it, so it shows where its data leaks. */
+  tag: string;
+  /** Calls the API with this team's key unless the options name another. */
+  call(method: string, path: string, options?: CallOptions): Promise<CallResult>;
+  expectOk(method: string, path: string, body?: unknown): Promise<any>;
+  /** The team's resource named by this path parameter, created on first use. */
+  id(name: string): Promise<string>;
+  /** Every path parameter of the route: the team's own resource, or an absent id where none exists. */
+  params(route: RouteDef): Promise<Record<string, string>>;
+  path(route: RouteDef, prefix?: string): Promise<string>;
+  /** A request body the route accepts, naming the resources of `owner` (this team by default). */
+  body(route: RouteDef, owner?: TeamFixture): Promise<unknown>;
+  /** Creates every resource any endpoint's sample request names, so later calls create none. */
+  ready(): Promise<void>;
+  /** Every resource id this team's fixtures created so far. */
+  createdIds(): Promise<string[]>;
+};
+
+export async function teamFixture(server: TestServer, name = 'Team'): Promise<TeamFixture> {
+  const tag = `t${newId(10).toLowerCase()}`;
+  const { teamId, apiKey } = await server.team(`${name} ${tag}`);
+  const created = new Map<string, Promise<string>>();
+  const team: TeamFixture = {
+    teamId,
+    apiKey,
+    tag,
+    call: (method, path, options = {}) => server.call(method, path, { key: apiKey, ...options }),
+    async expectOk(method, path, body) {
+      const res = await team.call(method, path, { body });
+      if (res.status !== 200) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
+      return res.body;
+    },
+    id(resource) {
+      const make = resources[resource];
+      if (!make) throw new Error(`No fixture creates a ${resource}; add one to resources in test/helpers/fixtures.ts`);
+      let id = created.get(resource);
+      if (!id) {
+        id = make(team, server);
+        created.set(resource, id);
+      }
+      return id;
+    },
+    async params(route) {
+      const values: Record<string, string> = {};
+      for (const name of pathParams(route)) {
+        const resource = resourceOf(route, name);
+        values[name] = resources[resource] ? await team.id(resource) : absentId(route, name);
+      }
+      return values;
+    },
+    async path(route, prefix) {
+      return fillPath(route, await team.params(route), prefix);
+    },
+    async body(route, owner = team) {
+      if (!route.body) return undefined;
+      const sample = sampleBodies[routeName(route)];
+      return sample ? sample((resource) => owner.id(resource)) : {};
+    },
+    async ready() {
+      for (const route of apiRoutes) {
+        await team.params(route);
+        await team.body(route);
+      }
+    },
+    createdIds: () => Promise.all(created.values()),
+  };
+  return team;
+}
+
+/** Sends the route's sample request as this team, at its own resources. */
+export async function callRoute(team: TeamFixture, route: RouteDef, options: CallOptions & { prefix?: string } = {}) {
+  const { prefix, ...rest } = options;
+  const body = 'body' in rest || 'rawBody' in rest ? undefined : await team.body(route);
+  return team.call(route.method.toUpperCase(), await team.path(route, prefix), { ...(body === undefined ? {} : { body }), ...rest });
+}
+
+/** Everything the team can read through the API: every GET endpoint at its own resources. */
+export async function snapshot(team: TeamFixture) {
+  await team.ready();
+  const reads = apiRoutes.filter((route) => route.method === 'get');
+  const views = await Promise.all(
+    reads.map(async (route) => {
+      const path = await team.path(route);
+      const res = await team.call('GET', path);
+      return [path, { status: res.status, body: res.body }] as const;
+    }),
+  );
+  return Object.fromEntries(views);
+}

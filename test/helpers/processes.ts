@@ -1,0 +1,171 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * Real `npm start` and `npm run cli` processes for the operator-facing tests. Every child runs in
+ * its own process group (tsx starts node as a child of its own), so killAll() leaves nothing behind.
+ */
+
+const TSX = path.resolve('node_modules/.bin/tsx');
+const START_TIMEOUT_MS = 20_000;
+const CLI_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+const running = new Set<ChildProcess>();
+
+export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+export const tempDir = () => mkdtemp(path.join(os.tmpdir(), 'mailroom-proc-'));
+
+/**
+ * The environment of a child: this process's, minus any database setting (each test says which
+ * database it wants), on a loopback port chosen by the OS, with no inbound SMTP listener.
+ */
+export function childEnv(settings: { DATA_DIR: string; DATABASE_URL?: string | null; [name: string]: string | null | undefined }) {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', INBOUND_SMTP_PORT: '0' };
+  delete env.DATABASE_URL;
+  for (const [name, value] of Object.entries(settings)) {
+    if (value == null) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+type Spawned = { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<Exit> };
+
+function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
+  const child = spawn(TSX, [script, ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exit = new Promise<Exit>((resolve) =>
+    child.once('close', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, exit };
+}
+
+/** SIGKILLs every child still running, with the node process tsx started under it. */
+export function killAll() {
+  for (const child of running) killGroup(child);
+}
+
+export function killGroup(child: ChildProcess) {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export type CliRun = {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed, when the command succeeded with JSON (--help answers text). */
+  json: any;
+  /** The { error, code } line that ends stderr, when the command failed. */
+  failure: { error: string; code: string } | null;
+};
+
+export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  const run = spawnTsx('src/cli.ts', args, env);
+  const { code } = await within(run.exit, CLI_TIMEOUT_MS, `cli ${args.join(' ')}`);
+  const stdout = run.stdout();
+  const stderr = run.stderr();
+  const lastLine = stderr.trim().split('\n').at(-1) ?? '';
+  return {
+    code,
+    stdout,
+    stderr,
+    json: code === 0 && /^[[{]/.test(stdout) ? JSON.parse(stdout) : null,
+    failure: code !== 0 && lastLine.startsWith('{') ? JSON.parse(lastLine) : null,
+  };
+}
+
+/** Runs a CLI command that must succeed and returns its JSON output. */
+export async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<any> {
+  const run = await runCli(args, env);
+  if (run.code !== 0) throw new Error(`cli ${args.join(' ')} exited ${run.code}: ${run.stderr}`);
+  return run.json;
+}
+
+export type ServerProcess = {
+  url: string;
+  child: ChildProcess;
+  stderr: () => string;
+  exit: Promise<Exit>;
+  /** SIGTERM, as a service manager stops it; resolves with the exit. */
+  stop(): Promise<Exit>;
+};
+
+/** Starts `src/main.ts` and resolves once it logs that it is listening. */
+export async function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+  const server = spawnTsx('src/main.ts', [], env);
+  const listening = new Promise<string>((resolve, reject) => {
+    const onData = () => {
+      const url = listeningUrl(server.stderr());
+      if (url) {
+        server.child.stderr!.off('data', onData);
+        resolve(url);
+      }
+    };
+    server.child.stderr!.on('data', onData);
+    void server.exit.then((exit) =>
+      reject(new Error(`server exited (${exit.code ?? exit.signal}) before listening: ${server.stderr()}`)),
+    );
+  });
+  try {
+    const url = await within(listening, START_TIMEOUT_MS, 'server start');
+    return {
+      url,
+      child: server.child,
+      stderr: server.stderr,
+      exit: server.exit,
+      stop: () => {
+        server.child.kill('SIGTERM');
+        return within(server.exit, STOP_TIMEOUT_MS, 'server stop');
+      },
+    };
+  } catch (error) {
+    killGroup(server.child);
+    throw error;
+  }
+}
+
+/** Starts `src/main.ts` expecting it to refuse; resolves with its exit and stderr. */
+export async function failedServerStart(env: NodeJS.ProcessEnv): Promise<Exit & { stderr: string }> {
+  const server = spawnTsx('src/main.ts', [], env);
+  const exit = await within(server.exit, START_TIMEOUT_MS, 'server refusal');
+  return { ...exit, stderr: server.stderr() };
+}
+
+/** The JSON log lines a process wrote to stderr. */
+export function logLines(stderr: string): Array<Record<string, any>> {
+  return stderr
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+}
+
+function listeningUrl(stderr: string): string | undefined {
+  return logLines(stderr.slice(0, stderr.lastIndexOf('\n') + 1)).find((line) => line.msg === 'listening')?.url;
+}

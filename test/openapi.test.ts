@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { apiRoutes } from '../src/api/index.js';
+import { pathParams, routeName } from './helpers/fixtures.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+let server: TestServer;
+let doc: any;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  doc = (await server.call('GET', '/v1/openapi.json')).body;
+});
+afterAll(() => server.stop());
+
+describe('OpenAPI document', () => {
+  it('is served without a key, as OpenAPI 3.1.0 of API version 1.0.0, under /v1 and /api/v1', async () => {
+    const res = await server.call('GET', '/v1/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(doc).toMatchObject({ openapi: '3.1.0', info: { version: '1.0.0', title: expect.any(String) } });
+    expect((await server.call('GET', '/api/v1/openapi.json')).body).toEqual(doc);
+  });
+
+  it('describes every route with its method, path parameters and request body, and nothing else', () => {
+    const documented = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.sort()).toEqual(apiRoutes.map((route) => `${route.method.toUpperCase()} /v1${route.path}`).sort());
+
+    const operationIds = new Set<string>();
+    for (const route of apiRoutes) {
+      const what = routeName(route);
+      const operation = doc.paths[`/v1${route.path}`][route.method];
+      operationIds.add(operation.operationId);
+      const inPath = operation.parameters.filter((p: { in: string }) => p.in === 'path');
+      expect(inPath.map((p: { name: string }) => p.name).sort(), what).toEqual(pathParams(route).sort());
+      for (const parameter of inPath) expect(parameter.required, `${what} ${parameter.name}`).toBe(true);
+      const inQuery = operation.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name);
+      expect(inQuery.sort(), what).toEqual(Object.keys(route.query?.shape ?? {}).sort());
+
+      if (route.body) {
+        const schema = operation.requestBody?.content?.['application/json']?.schema;
+        expect(schema, what).toBeTruthy();
+        if (route.body instanceof z.ZodObject) {
+          expect(Object.keys(schema.properties).sort(), what).toEqual(Object.keys(route.body.shape).sort());
+        }
+      } else {
+        expect(operation.requestBody, what).toBeUndefined();
+      }
+      expect(operation.responses['200'].content['application/json'].schema, what).toBeTruthy();
+      for (const status of ['400', '401', '403', '404', '429']) {
+        expect(operation.responses[status].content['application/json'].schema, `${what} ${status}`).toEqual({
+          $ref: '#/components/schemas/Error',
+        });
+      }
+    }
+    expect(operationIds.size, 'operation ids are unique').toBe(apiRoutes.length);
+    expect(doc.components.schemas.Error.required).toEqual(['error', 'code']);
+  });
+
+  it('names the same path parameters in every route path and its params schema', () => {
+    for (const route of apiRoutes) {
+      expect(Object.keys(route.params?.shape ?? {}).sort(), routeName(route)).toEqual(pathParams(route).sort());
+    }
+  });
+});
+
+describe('docs and health', () => {
+  it('GET /docs is an HTML page whose assets and document are all served', async () => {
+    const res = await fetch(`${server.url}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    const references = [...html.matchAll(/(?:href|src|url:)\s*=?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+    expect(references).toContain('/v1/openapi.json');
+    expect(references.length).toBeGreaterThanOrEqual(3);
+    for (const reference of references) {
+      const asset = await fetch(new URL(reference, `${server.url}/docs`));
+      expect(asset.status, reference).toBe(200);
+      expect((await asset.text()).length, reference).toBeGreaterThan(0);
+    }
+  });
+
+  it('GET /health answers 200 without a key', async () => {
+    const res = await server.call('GET', '/health');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.body).toMatchObject({ status: 'ok' });
+  });
+});
