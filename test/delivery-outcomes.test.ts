@@ -107,7 +107,8 @@ describe('delivery outcomes over SMTP', () => {
 
   it('a cancelled email is never sent, even when cancelled as the dispatcher picks it up', async () => {
     sink.rule = {};
-    const dueAt = new Date(Date.now() + 400).toISOString();
+    const due = Date.now() + 1500;
+    const dueAt = new Date(due).toISOString();
     const res = await server.call('POST', '/v1/emails/batch', {
       key,
       body: Array.from({ length: 100 }, (_, i) => ({ from, to: `race${i}@example.org`, subject: 'Race', text: 'Hi', scheduledAt: dueAt })),
@@ -115,10 +116,10 @@ describe('delivery outcomes over SMTP', () => {
     expect(res.status).toBe(200);
     const ids: string[] = res.body.data.map((d: { emailId: string }) => d.emailId);
     // Cancels spread over the moment the emails fall due, while the dispatcher polls every 20 ms.
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    await new Promise((resolve) => setTimeout(resolve, due - Date.now() - 60));
     const answers = await Promise.all(
       ids.map(async (id, i) => {
-        await new Promise((resolve) => setTimeout(resolve, i));
+        await new Promise((resolve) => setTimeout(resolve, i * 2));
         return (await server.call('POST', `/v1/emails/${id}/cancel`, { key })).status;
       }),
     );

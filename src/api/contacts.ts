@@ -55,8 +55,11 @@ export const bulkContactsBody = z
   // The rows are parsed one by one above; this tells OpenAPI what each row looks like.
   .meta({ items: bulkRowJsonSchema });
 
+/** A contact is addressed by its id or by its email address (case-insensitive). */
+const contactKey = z.string().min(3).max(320);
+
 export const bulkDeleteBody = z.object({
-  contactIds: z.array(z.string().min(1).max(320)).min(1).max(MAX_BULK_CONTACTS),
+  contactIds: z.array(contactKey).min(1).max(MAX_BULK_CONTACTS),
 });
 
 const commaList = z
@@ -85,10 +88,9 @@ export const contactSchema = z.object({
   updatedAt: z.string(),
 });
 
-/** A contact is addressed by its id or by its email address (case-insensitive). */
-const contactParams = contactBookParams.extend({ contactId: z.string().min(3).max(320) });
+const contactParams = contactBookParams.extend({ contactId: contactKey });
 const upsertParams = contactBookParams.extend({
-  contactId: contactParams.shape.contactId.refine((id) => id !== 'bulk', {
+  contactId: contactKey.refine((id) => id !== 'bulk', {
     message: '"bulk" is reserved: DELETE .../contacts/bulk is the bulk delete, so such a contact could not be deleted',
   }),
 });

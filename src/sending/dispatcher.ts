@@ -127,8 +127,10 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
   let timer: NodeJS.Timeout | undefined;
   let lastSweep = 0;
 
-  const send = async (email: ClaimedEmail, suppressed: Set<string>, now: Date): Promise<Outcome> => {
+  const send = async (email: ClaimedEmail, suppressed: Set<string>, now: Date, leaseUntil: Date): Promise<Outcome | null> => {
     const signer = await signerFor(db, signers, email);
+    // A claim about to run out may already be another dispatcher's: leave the email to it.
+    if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
     if (!signer) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
     const message = outgoing(email);
     const all = envelopeOf(message, returnPathAddress(email.id, signer.domain, config.returnPathSubdomain));
@@ -154,7 +156,7 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     }
   };
 
-  const processBatch = async (token: string, batch: ClaimedEmail[]) => {
+  const processBatch = async (token: string, leaseUntil: Date, batch: ClaimedEmail[]) => {
     const now = new Date();
     const recipients = batch.flatMap((email) =>
       [...email.to_addresses, ...email.cc_addresses, ...email.bcc_addresses].map((mailbox) => ({ teamId: email.team_id, email: addressOf(mailbox).toLowerCase() })),
@@ -162,25 +164,24 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     const suppressed = await emails.findSuppressed(db, recipients);
     const outcomes = await Promise.all(
       batch.map((email) =>
-        send(email, suppressed, now).catch((error: unknown) => {
+        send(email, suppressed, now, leaseUntil).catch((error: unknown) => {
           log.error('building or sending an email failed', { error, emailId: email.id });
           return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
         }),
       ),
     );
-    await writeOutcomes(token, outcomes);
+    await writeOutcomes(token, outcomes.filter((outcome) => outcome !== null));
     log.debug('batch dispatched', { claimed: batch.length });
   };
 
   const claimOnce = async (): Promise<boolean> => {
     const now = new Date();
     const token = randomUUID();
-    const batch = await emails.claimDueEmails(db, {
-      now, leaseUntil: new Date(now.getTime() + config.dispatchLeaseMs), token, limit: config.dispatchBatchSize,
-    });
+    const leaseUntil = new Date(now.getTime() + config.dispatchLeaseMs);
+    const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize });
     if (batch.length === 0) return false;
     totals.claimed += batch.length;
-    const work = processBatch(token, batch).catch((error: unknown) =>
+    const work = processBatch(token, leaseUntil, batch).catch((error: unknown) =>
       log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length }),
     );
     inFlight.add(work);

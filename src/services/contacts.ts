@@ -19,7 +19,7 @@ export type BulkRow = { contact: ContactInput & { email: string } } | { email: s
 export type BulkError = { index: number; email: string | null; message: string };
 
 // Keeps each statement's JSON parameter to a few MB even when rows carry many properties.
-const WRITE_CHUNK = Number(process.env.CHUNK ?? 2_500);
+const WRITE_CHUNK = 2_500;
 
 type Book = NonNullable<Awaited<ReturnType<typeof contacts.findBookForContacts>>>;
 
@@ -190,10 +190,12 @@ export async function updateContact(db: Db, teamId: number, bookId: string, cont
 }
 
 export async function getContact(db: Db, teamId: number, bookId: string, contactId: string) {
-  await requireBook(db, teamId, bookId);
   const row = await contacts.findContact(db, teamId, bookId, keyOf(contactId));
-  if (!row) throw notFound('Contact');
-  return toContact(row);
+  // Contacts carry their team, so finding one proves the book is the caller's: only a miss costs a
+  // second query, to say which of the two is missing.
+  if (row) return toContact(row);
+  await requireBook(db, teamId, bookId);
+  throw notFound('Contact');
 }
 
 export async function listContacts(
@@ -218,17 +220,21 @@ function splitKeys(contactIds: string[]) {
   return keys;
 }
 
+// Deletes take the book's shared lock too: a bulk upsert, which locks the book exclusively before
+// its contacts, then never waits on contacts a delete holds (which could deadlock).
 export async function deleteContact(db: Db, teamId: number, bookId: string, contactId: string) {
-  await requireBook(db, teamId, bookId);
-  const count = await contacts.deleteContacts(db, teamId, bookId, splitKeys([contactId]));
-  if (count === 0) throw notFound('Contact');
-  return { success: true };
+  return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
+    const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys([contactId]));
+    if (count === 0) throw notFound('Contact');
+    return { success: true };
+  });
 }
 
 export async function bulkDeleteContacts(db: Db, teamId: number, bookId: string, contactIds: string[]) {
-  await requireBook(db, teamId, bookId);
-  const count = await contacts.deleteContacts(db, teamId, bookId, splitKeys(contactIds));
-  return { success: true, count };
+  return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
+    const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys(contactIds));
+    return { success: true, count };
+  });
 }
 
 /**
@@ -264,7 +270,6 @@ export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string,
     const found = await contacts.findContactsByEmailKeys(tx, teamId, bookId, unique.map((row) => row.key));
     const existing = new Map(found.map((row) => [row.key, row]));
     let created = 0;
-    let writing: Promise<void> = Promise.resolve();
     for (let start = 0; start < unique.length; start += WRITE_CHUNK) {
       const inserts: ContactWrite[] = [];
       const updates: ContactWrite[] = [];
@@ -277,16 +282,10 @@ export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string,
         const next = changedFields(fieldsOf(current), contact);
         if (next) updates.push({ ...next, id: current.id });
       }
+      await contacts.insertContacts(tx, teamId, bookId, inserts);
+      await contacts.updateContacts(tx, teamId, bookId, updates);
       created += inserts.length;
-      // The previous chunk was written while this one was prepared; waiting for it here keeps
-      // one chunk in flight, so a failure stops the rest.
-      await writing;
-      writing = (async () => {
-        await contacts.insertContacts(tx, teamId, bookId, inserts);
-        await contacts.updateContacts(tx, teamId, bookId, updates);
-      })();
     }
-    await writing;
     return { created, updated: unique.length - created };
   });
 

@@ -29,11 +29,13 @@ const reply = (r: SmtpReply) => Object.assign(new Error(r.message), { responseCo
  * A real SMTP server on loopback that keeps every message it accepts. `options` adds what a test
  * needs (authentication, STARTTLS); by default it takes mail from anyone, in plain text.
  */
-export async function startSmtpSink(options: Partial<SMTPServerOptions> & { urlQuery?: string; auth?: { user: string; pass: string } } = {}): Promise<SmtpSink> {
+export async function startSmtpSink(
+  options: Partial<SMTPServerOptions> & { urlQuery?: string; auth?: { user: string; pass: string }; replyDelayMs?: number } = {},
+): Promise<SmtpSink> {
   const received: Received[] = [];
   const refusals: string[] = [];
   const sink = { rule: {} as SinkRule };
-  const { urlQuery, auth, ...serverOptions } = options;
+  const { urlQuery, auth, replyDelayMs = 0, ...serverOptions } = options;
   const make = () =>
     new SMTPServer({
       disabledCommands: auth ? [] : ['AUTH', 'STARTTLS'],
@@ -68,13 +70,17 @@ export async function startSmtpSink(options: Partial<SMTPServerOptions> & { urlQ
             return callback(reply(answer));
           }
           received.push(message);
-          callback();
+          // A slower receiver keeps messages in flight longer, as a real one over a network does.
+          if (replyDelayMs > 0) setTimeout(() => callback(), replyDelayMs);
+          else callback();
         });
       },
       ...serverOptions,
     });
 
-  let server = make();
+  // A client that dies mid-session (kill -9) resets its connection; the sink just drops it.
+  const quiet = (smtp: SMTPServer) => smtp.on('error', () => {});
+  let server = quiet(make());
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
       server.once('error', reject);
@@ -97,7 +103,7 @@ export async function startSmtpSink(options: Partial<SMTPServerOptions> & { urlQ
     },
     stop: close,
     async start() {
-      server = make();
+      server = quiet(make());
       await listen(port);
     },
     close,

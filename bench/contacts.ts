@@ -1,0 +1,77 @@
+/**
+ * Contacts: bulk upsert of 100,000 contacts as 10 requests of 10,000, then GET one contact under
+ * autocannon load. The server runs as its own process (`src/main.ts`), as in production, so the
+ * load generator does not share its event loop.
+ *
+ *   npx tsx bench/contacts.ts [postgres]
+ */
+import { rm } from 'node:fs/promises';
+import autocannon from 'autocannon';
+import { call } from '../test/helpers/server.js';
+import { childEnv, cli, killAll, startServerProcess, tempDir } from '../test/helpers/processes.js';
+import { scratchDatabase } from './postgres.js';
+
+export type ContactsBenchResult = {
+  database: 'postgres' | 'pglite';
+  bulkUpsert: { contacts: number; seconds: number; contactsPerSecond: number };
+  getOne: { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; connections: number; seconds: number };
+};
+
+const TOTAL = 100_000;
+const PER_REQUEST = 10_000;
+const LOAD_SECONDS = 10;
+const CONNECTIONS = 20;
+
+export async function benchContacts(database: 'postgres' | 'pglite'): Promise<ContactsBenchResult> {
+  const dataDir = await tempDir();
+  const postgres = database === 'postgres' ? await scratchDatabase() : null;
+  const env = childEnv({ DATA_DIR: dataDir, DATABASE_URL: postgres?.url ?? null, LOG_LEVEL: 'warn' });
+  const server = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
+  try {
+    const { teamId, apiKey: key } = await cli(['team', 'create', '--name', 'bench'], env);
+    await cli(['team', 'set-rate-limit', '--team', String(teamId), '--per-second', '1000000'], env);
+    const book = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench', variables: ['plan'] } });
+
+    const started = performance.now();
+    for (let offset = 0; offset < TOTAL; offset += PER_REQUEST) {
+      const rows = Array.from({ length: PER_REQUEST }, (_, i) => ({
+        email: `user${offset + i}@bench.example.com`,
+        firstName: `First${offset + i}`,
+        lastName: 'Bench',
+        properties: { plan: i % 2 ? 'pro' : 'free' },
+      }));
+      const res = await call(server.url, 'POST', `/v1/contactBooks/${book.body.id}/contacts/bulk`, { key, body: rows });
+      if (res.status !== 200 || res.body.count !== PER_REQUEST) throw new Error(`bulk upsert failed: ${JSON.stringify(res.body).slice(0, 300)}`);
+    }
+    const seconds = (performance.now() - started) / 1000;
+
+    const load = await autocannon({
+      url: `${server.url}/v1/contactBooks/${book.body.id}/contacts/user4242@bench.example.com`,
+      headers: { authorization: `Bearer ${key}` },
+      connections: CONNECTIONS,
+      duration: LOAD_SECONDS,
+    });
+    return {
+      database,
+      bulkUpsert: { contacts: TOTAL, seconds: round(seconds), contactsPerSecond: Math.round(TOTAL / seconds) },
+      getOne: {
+        requestsPerSecond: Math.round(load.requests.average),
+        p50Ms: load.latency.p50,
+        p99Ms: load.latency.p99,
+        errors: load.errors + load.non2xx,
+        connections: CONNECTIONS,
+        seconds: LOAD_SECONDS,
+      },
+    };
+  } finally {
+    await server.stop().catch(() => killAll());
+    await postgres?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const round = (n: number) => Math.round(n * 100) / 100;
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await benchContacts(process.argv[2] === 'postgres' ? 'postgres' : 'pglite'), null, 2));
+}

@@ -1,0 +1,35 @@
+import pg from 'pg';
+import { newId } from '../src/ids.js';
+
+/** Where benchmarks may create their databases; BENCH_DATABASE_URL overrides the local default. */
+export const benchPostgresUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: benchPostgresUrl, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** A fresh, empty database for one benchmark, dropped afterwards. */
+export async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `mailroom_bench_${newId(10)}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: benchPostgresUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(benchPostgresUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
