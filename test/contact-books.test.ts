@@ -64,8 +64,15 @@ describe('contact books', () => {
 
   it('a deleted book is gone with its contacts', async () => {
     const { body: book } = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'Gone' } });
+    const { body: kept } = await server.call('POST', '/v1/contactBooks', { key, body: { name: 'Kept' } });
+    for (const target of [book, kept]) {
+      const bulk = [{ email: 'a@example.com' }, { email: 'b@example.com' }];
+      expect((await server.call('POST', `/v1/contactBooks/${target.id}/contacts/bulk`, { key, body: bulk })).body.count).toBe(2);
+    }
     const res = await server.call('DELETE', `/v1/contactBooks/${book.id}`, { key });
-    expect(res.body).toMatchObject({ id: book.id, success: true });
+    expect(res.body).toMatchObject({ id: book.id, success: true, message: 'Contact book deleted with its 2 contacts' });
+    const left = await server.deps.db.selectFrom('contacts').select(['contact_book_id']).execute();
+    expect(left.map((row) => row.contact_book_id)).toEqual([kept.id, kept.id]);
     expect((await server.call('GET', `/v1/contactBooks/${book.id}`, { key })).status).toBe(404);
     expect((await server.call('DELETE', `/v1/contactBooks/${book.id}`, { key })).status).toBe(404);
   });

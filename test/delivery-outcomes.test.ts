@@ -83,7 +83,8 @@ describe('delivery outcomes over SMTP', () => {
   it('with the SMTP server down mail is retried and nothing is lost; once it is back the mail is delivered once', async () => {
     sink.rule = {};
     await sink.stop();
-    const ids = await Promise.all(['down1@example.org', 'down2@example.org', 'down3@example.org'].map((to) => send(to)));
+    // More than SMTP_POOL_SIZE (5), so failed connections must give their pool slots back.
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => send(`down${i}@example.org`)));
     for (const id of ids) await waitForEmail(server, key, id, (email) => email.latestStatus === 'DELIVERY_DELAYED');
     await sink.start();
     for (const id of ids) {

@@ -71,8 +71,9 @@ export async function updateContactBook(db: Db, teamId: number, id: string, fiel
     .execute();
 }
 
-/** Contacts go with the book (ON DELETE CASCADE), in the caller's transaction. */
+/** Deletes the book and its contacts; the caller's transaction makes it one change. */
 export async function deleteContactBook(db: Db, teamId: number, id: string) {
+  await db.deleteFrom('contacts').where('team_id', '=', teamId).where('contact_book_id', '=', id).execute();
   const result = await db.deleteFrom('contact_books').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }

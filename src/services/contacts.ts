@@ -18,7 +18,8 @@ export type BulkRow = { contact: ContactInput & { email: string } } | { email: s
 
 export type BulkError = { index: number; email: string | null; message: string };
 
-// Keeps each statement's JSON parameter to a few MB even when rows carry many properties.
+// Statements of a few thousand rows measured faster than one of 10,000, and keep each parameter
+// to a few MB even when rows carry many properties.
 const WRITE_CHUNK = 2_500;
 
 type Book = NonNullable<Awaited<ReturnType<typeof contacts.findBookForContacts>>>;

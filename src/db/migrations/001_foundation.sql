@@ -67,8 +67,10 @@ CREATE TABLE contacts (
   confirmation_sent_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (team_id, contact_book_id, id),
-  FOREIGN KEY (team_id, contact_book_id) REFERENCES contact_books (team_id, id) ON DELETE CASCADE
+  -- No foreign key to contact_books: checking it costs a third of a bulk insert. Every contact
+  -- write holds a lock on its book row, and deleting a book deletes its contacts in the same
+  -- transaction, which keeps the two consistent.
+  PRIMARY KEY (team_id, contact_book_id, id)
 );
 -- Addresses are unique per book whatever their case; upserts conflict on this index.
 CREATE UNIQUE INDEX contacts_email ON contacts (team_id, contact_book_id, lower(email));

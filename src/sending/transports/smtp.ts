@@ -6,7 +6,7 @@ export type SmtpOptions = { url: string; poolSize: number; maxMessagesPerConnect
 
 type GetSocket = (
   options: { host?: string; port?: number | string; secure?: boolean },
-  callback: (error: Error | null, socket?: { connection: net.Socket }) => void,
+  callback: (error: null, socket: { connection: net.Socket } | false) => void,
 ) => void;
 
 type SmtpError = Error & {
@@ -64,23 +64,25 @@ export function smtpTransport(options: SmtpOptions): Transport {
   for (const [name, value] of Object.entries(pool)) if (!url.searchParams.has(name)) url.searchParams.set(name, value);
   const transporter = nodemailer.createTransport(url.toString());
   // nodemailer leaves Nagle's algorithm on: the small last write of each message then waits for
-  // the receiver's delayed ACK (40 ms on Linux), which caps a connection near 25 messages/s.
+  // the receiver's delayed ACK (40 ms on Linux), which caps a connection near 25 messages/s. So the
+  // socket is opened here with it off. When that fails, nodemailer is left to connect by itself:
+  // its own failure path frees the pool slot (one reported from here would hold it for good).
   (transporter.transporter as unknown as { getSocket: GetSocket }).getSocket = (socketOptions, callback) => {
     const socket = net.connect({ host: socketOptions.host ?? 'localhost', port: Number(socketOptions.port) || (socketOptions.secure ? 465 : 587) });
     socket.setNoDelay(true);
-    const timer = setTimeout(() => socket.destroy(Object.assign(new Error('Connection timeout'), { code: 'ETIMEDOUT' })), options.timeoutMs);
-    let connected = false;
-    socket.once('connect', () => {
-      connected = true;
+    let settled = false;
+    const settle = (connected: boolean) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      callback(null, { connection: socket });
-    });
-    // Stays attached: after the connect nodemailer listens too, and this one then does nothing.
-    socket.on('error', (error) => {
-      if (connected) return;
-      clearTimeout(timer);
-      callback(error);
-    });
+      if (connected) return callback(null, { connection: socket });
+      socket.destroy();
+      callback(null, false);
+    };
+    const timer = setTimeout(() => settle(false), options.timeoutMs);
+    socket.once('connect', () => settle(true));
+    // Stays attached: once connected nodemailer listens too, and this one does nothing.
+    socket.on('error', () => settle(false));
   };
   return {
     name: 'smtp',
