@@ -1,24 +1,21 @@
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DkimSigner, generateDkimKeyPair, loadDkimSigner } from '../src/domains/dkim.js';
-import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
-import { createDomain } from './helpers/domains.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import type { TestDnsServer } from './helpers/dns-server.js';
+import { createDomain, startServerWithDns } from './helpers/domains.js';
+import type { TestServer } from './helpers/server.js';
 
 let dns: TestDnsServer;
 let server: TestServer;
 let teamId: number;
 let key: string;
 
+let stop: () => Promise<void>;
+
 beforeAll(async () => {
-  dns = await startDnsServer();
-  server = await startTestServer({ DNS_SERVERS: dns.address });
-  ({ teamId, apiKey: key } = await server.team());
+  ({ dns, server, teamId, key, stop } = await startServerWithDns());
 });
-afterAll(async () => {
-  await server.stop();
-  await dns.close();
-});
+afterAll(() => stop());
 
 /** mailauth's DKIM verification, reading keys from the loopback DNS server. */
 async function verifyDkim(message: Buffer | string) {

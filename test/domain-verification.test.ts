@@ -5,7 +5,7 @@ import { scheduleCheckNow } from '../src/data/domains.js';
 import { startDomainWorker } from '../src/domains/worker.js';
 import { assertVerifiedSender } from '../src/services/sender-domain.js';
 import { startDnsServer, startSilentDnsServer, type TestDnsServer } from './helpers/dns-server.js';
-import { createDomain, hoursEnv, waitForDomain } from './helpers/domains.js';
+import { createDomain, hoursEnv, startServerWithDns, waitForDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const MX_HOST = 'inbound.mailroom.test';
@@ -20,22 +20,18 @@ describe('verification against real DNS', () => {
   let teamId: number;
   let key: string;
 
+  let stop: () => Promise<void>;
+
   beforeAll(async () => {
-    dns = await startDnsServer();
-    server = await startTestServer({
-      DNS_SERVERS: dns.address,
+    ({ dns, server, teamId, key, stop } = await startServerWithDns({
       DNS_TIMEOUT_MS: '200',
       INBOUND_MX_HOST: MX_HOST,
       DOMAIN_WORKER_POLL_MS: '50',
       DOMAIN_VERIFICATION_WINDOW_HOURS: hoursEnv(WINDOW_MS),
       DOMAIN_RECHECK_HOURS: hoursEnv(1000),
-    });
-    ({ teamId, apiKey: key } = await server.team());
+    }));
   });
-  afterAll(async () => {
-    await server.stop();
-    await dns.close();
-  });
+  afterAll(() => stop());
 
   const verify = async (id: number) => {
     const res = await server.call('PUT', `/v1/domains/${id}/verify`, { key });
@@ -137,21 +133,17 @@ describe('re-checks of verified domains', () => {
   let teamId: number;
   let key: string;
 
+  let stop: () => Promise<void>;
+
   beforeAll(async () => {
-    dns = await startDnsServer();
-    server = await startTestServer({
-      DNS_SERVERS: dns.address,
+    ({ dns, server, teamId, key, stop } = await startServerWithDns({
       DNS_TIMEOUT_MS: '200',
       INBOUND_MX_HOST: MX_HOST,
       DOMAIN_WORKER_POLL_MS: '50',
       DOMAIN_RECHECK_HOURS: hoursEnv(500),
-    });
-    ({ teamId, apiKey: key } = await server.team());
+    }));
   });
-  afterAll(async () => {
-    await server.stop();
-    await dns.close();
-  });
+  afterAll(() => stop());
 
   it('a record removed after success is reported and stops sending until it is back', async () => {
     const domain = await createDomain(server, key, 'removed.test');

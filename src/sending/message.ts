@@ -1,21 +1,12 @@
+import type { NewEmail } from '../data/emails.js';
 import type { StoredAttachment } from '../db/schema.js';
 import { asciiHostname, domainOf, parseMailbox } from '../email-address.js';
 
 /** What the builder needs of an email row. */
-export type OutgoingEmail = {
-  id: string;
-  from: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  replyTo: string[];
-  subject: string;
-  html: string | null;
-  text: string | null;
-  headers: Record<string, string>;
-  attachments: StoredAttachment[];
-  messageId: string;
-};
+export type OutgoingEmail = Pick<
+  NewEmail,
+  'id' | 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'html' | 'text' | 'headers' | 'attachments' | 'messageId'
+>;
 
 export type Envelope = { from: string; to: string[] };
 

@@ -1,5 +1,25 @@
 import { expect } from 'vitest';
-import type { TestServer } from './server.js';
+import { startDnsServer, type TestDnsServer } from './dns-server.js';
+import { startTestServer, type TestServer } from './server.js';
+
+/** A loopback DNS server, a test server resolving through it, and a team to act as. */
+export async function startServerWithDns(
+  env: Record<string, string> = {},
+): Promise<{ dns: TestDnsServer; server: TestServer; teamId: number; key: string; stop(): Promise<void> }> {
+  const dns = await startDnsServer();
+  const server = await startTestServer({ DNS_SERVERS: dns.address, ...env });
+  const { teamId, apiKey: key } = await server.team();
+  return {
+    dns,
+    server,
+    teamId,
+    key,
+    stop: async () => {
+      await server.stop();
+      await dns.close();
+    },
+  };
+}
 
 /** Hours, as the DOMAIN_*_HOURS variables take them, for a span given in milliseconds. */
 export const hoursEnv = (ms: number) => String(ms / 3_600_000);
