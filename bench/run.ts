@@ -21,12 +21,13 @@ for (const database of databases) {
 }
 
 const cpu = os.cpus();
+const [load1] = os.loadavg();
 const lines = [
   '# Benchmarks',
   '',
   `Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ` +
     `${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}. ` +
-    'Load generator, server and SMTP sink share the same cores.',
+    `Load generator, server and SMTP sink share the same cores; load average ${load1?.toFixed(1)} when the run ended.`,
   '',
   '## Contacts',
   '',
