@@ -31,7 +31,7 @@ export type EmailsBenchResult = {
 
 const TSX = path.resolve('node_modules/.bin/tsx');
 
-async function startSink() {
+export async function startSink() {
   const child = spawn(TSX, ['bench/emails/sink.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiters: Array<(line: string) => void> = [];
@@ -61,7 +61,7 @@ async function startSink() {
   };
 }
 
-async function databaseFor(url: string | undefined): Promise<{ source: DatabaseSource; drop(): Promise<void> }> {
+export async function databaseFor(url: string | undefined): Promise<{ source: DatabaseSource; drop(): Promise<void> }> {
   if (!url) return { source: { pglite: await PGlite.create() }, drop: async () => {} };
   const name = `mailroom_bench_emails_${process.pid}`;
   const admin = new pg.Client({ connectionString: url });

@@ -44,6 +44,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
   DATA_DIR: z.string().min(1).default('./data'),
+  SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
@@ -75,6 +76,7 @@ const envSchema = z.object({
   DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   DISPATCH_LEASE_SECONDS: z.coerce.number().positive().max(86_400).default(300),
+  CAMPAIGN_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   SEND_RETRY_WINDOW_HOURS: hours(24),
   SEND_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
 });
@@ -85,6 +87,8 @@ export type Config = {
   publicUrl: string;
   databaseUrl: string | undefined;
   dataDir: string;
+  /** Signs recipient links; null: the one generated once and kept in DATA_DIR/secret. */
+  secret: string | null;
   role: 'all' | 'api' | 'worker';
   rateLimitPerSecond: number;
   maxBodyBytes: number;
@@ -113,6 +117,8 @@ export type Config = {
   dispatchConcurrency: number;
   dispatchPollMs: number;
   dispatchLeaseMs: number;
+  /** How often the campaign releaser looks for due batches. */
+  campaignPollMs: number;
   /** Temporary failures are retried until this long after the email was due, then it FAILED. */
   sendRetryWindowMs: number;
   /** The first retry's delay; each next one doubles (capped at an hour), with jitter. */
@@ -143,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(e.DATA_DIR),
+    secret: e.SECRET ?? null,
     role: e.ROLE,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     maxBodyBytes: e.MAX_BODY_BYTES,
@@ -168,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dispatchConcurrency: e.DISPATCH_CONCURRENCY,
     dispatchPollMs: e.DISPATCH_POLL_MS,
     dispatchLeaseMs: e.DISPATCH_LEASE_SECONDS * 1000,
+    campaignPollMs: e.CAMPAIGN_POLL_MS,
     sendRetryWindowMs: e.SEND_RETRY_WINDOW_HOURS * 3_600_000,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
   };

@@ -7,7 +7,9 @@ import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle, type DatabaseSource } from './db/connection.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrate } from './db/migrate.js';
+import { startReleaser } from './campaigns/releaser.js';
 import { startDomainWorker } from './domains/worker.js';
+import { loadSecret, RecipientTokens } from './feedback/tokens.js';
 import { createApp } from './http/app.js';
 import type { AppDeps } from './http/deps.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -76,7 +78,14 @@ export async function startServer(
 ): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
   const database = await openServerDatabase(options.database ?? databaseSourceFor(config), log);
-  const deps: AppDeps = { db: database.db, dbKind: database.kind, config, log, rateLimiter: new RateLimiter() };
+  let tokens: RecipientTokens;
+  try {
+    tokens = new RecipientTokens(await loadSecret(config.secret, config.dataDir));
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const deps: AppDeps = { db: database.db, dbKind: database.kind, config, log, rateLimiter: new RateLimiter(), tokens };
   const app = createApp(deps);
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
   // Keep-alive sockets would otherwise hold a graceful close open until they time out.
@@ -96,6 +105,7 @@ export async function startServer(
   log.info('listening', { url: `http://${host}:${port}`, database: database.kind });
   const domainWorker = config.role === 'api' ? null : startDomainWorker(deps);
   const dispatcher = config.role === 'api' ? null : startDispatcher(deps);
+  const releaser = config.role === 'api' ? null : startReleaser(deps);
 
   let closing: Promise<void> | undefined;
   return {
@@ -109,6 +119,7 @@ export async function startServer(
           http.closeIdleConnections();
         });
         await domainWorker?.stop();
+        await releaser?.stop();
         await dispatcher?.stop();
         await database.close();
       })()),

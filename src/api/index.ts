@@ -1,8 +1,9 @@
 import type { RouteDef } from '../http/route.js';
+import { campaignRoutes } from './campaigns.js';
 import { contactBookRoutes } from './contact-books.js';
 import { contactRoutes } from './contacts.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { suppressionRoutes } from './suppressions.js';
 
-export const apiRoutes: RouteDef[] = [...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];
+export const apiRoutes: RouteDef[] = [...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];

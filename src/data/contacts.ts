@@ -38,7 +38,7 @@ export type BookLock = 'keyShare' | 'update';
 export async function findBookForContacts(db: Db, teamId: number, bookId: string, lock?: BookLock) {
   let query = db
     .selectFrom('contact_books')
-    .select(['id', 'double_opt_in_enabled'])
+    .select(['id', 'double_opt_in_enabled', 'double_opt_in_from', 'double_opt_in_subject', 'double_opt_in_content'])
     .where('team_id', '=', teamId)
     .where('id', '=', bookId);
   if (lock === 'keyShare') query = query.forKeyShare();
@@ -178,4 +178,30 @@ export function uniqueViolation(error: unknown): 'email' | 'id' | null {
   if (constraint === 'contacts_email') return 'email';
   if (constraint === 'contacts_pkey') return 'id';
   return null;
+}
+
+/** Records that a confirmation went to these contacts now (contacts primary key). */
+export async function markConfirmationSent(db: Db, teamId: number, bookId: string, ids: string[], now: Date) {
+  if (ids.length === 0) return;
+  await sql`
+    UPDATE contacts SET confirmation_sent_at = ${now}
+    WHERE team_id = ${teamId} AND contact_book_id = ${bookId} AND id = ANY(${ids}::text[])`.execute(db);
+}
+
+/**
+ * Subscribes a contact that confirmed its double opt-in (contacts primary key). Answers what it
+ * found: confirmed now, already subscribed or having left since (nothing changes), or missing.
+ */
+export async function confirmContact(db: Db, key: { teamId: number; bookId: string; contactId: string }, now: Date) {
+  const { rows } = await sql<{ pending: boolean }>`
+    WITH confirmed AS (
+      UPDATE contacts SET subscribed = true, pending_confirmation = false, unsubscribe_reason = NULL, updated_at = ${now}
+      WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND pending_confirmation
+      RETURNING true AS pending
+    )
+    SELECT pending FROM confirmed
+    UNION ALL
+    SELECT false FROM contacts
+    WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND NOT pending_confirmation`.execute(db);
+  return rows.length === 0 ? 'missing' : rows.some((row) => row.pending) ? 'confirmed' : 'unchanged';
 }

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { EmailEventsTable, EmailStatus, EmailsTable, StoredAttachment, SuppressionReason } from '../db/schema.js';
+import type { CampaignCountKind, EmailEventsTable, EmailStatus, EmailsTable, StoredAttachment, SuppressionReason } from '../db/schema.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 export type EmailEventRow = Pick<Selectable<EmailEventsTable>, 'email_id' | 'status' | 'data' | 'created_at'>;
@@ -23,6 +23,8 @@ export type NewEmail = {
   scheduledAt: Date | null;
   sendAt: Date;
   createdAt: Date;
+  /** For a double opt-in confirmation: the contact it asks to confirm. */
+  confirms?: { bookId: string; contactId: string };
 };
 
 function emailValues(email: NewEmail): Insertable<EmailsTable> {
@@ -46,6 +48,8 @@ function emailValues(email: NewEmail): Insertable<EmailsTable> {
     send_at: email.sendAt,
     created_at: email.createdAt,
     updated_at: email.createdAt,
+    contact_book_id: email.confirms?.bookId ?? null,
+    contact_id: email.confirms?.contactId ?? null,
   };
 }
 
@@ -141,6 +145,7 @@ export async function changeSchedule(
 export const CLAIMED_COLUMNS = [
   'team_id', 'id', 'domain_id', 'from_address', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to_addresses',
   'subject', 'html', 'text', 'headers', 'attachments', 'message_id', 'attempts', 'scheduled_at', 'created_at',
+  'status', 'campaign_id', 'contact_id', 'contact_book_id',
 ] as const;
 export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 
@@ -195,6 +200,9 @@ export const suppressionKey = (teamId: number, email: string) => `${teamId}:${em
 export type Outcome = {
   teamId: number;
   id: string;
+  /** The campaign whose counters the events bump, and its recipient, if the email is a campaign's. */
+  campaignId: string | null;
+  contactId: string | null;
   status: EmailStatus;
   /** When to try again; null when nothing is left to send. */
   sendAt: Date | null;
@@ -204,9 +212,68 @@ export type Outcome = {
   suppress: { address: string; reason: SuppressionReason }[];
 };
 
+/** The campaign counters an event bumps (once per email and kind). */
+export function countKinds(event: { status: EmailStatus; data: Record<string, unknown> | null }): CampaignCountKind[] {
+  switch (event.status) {
+    case 'SENT': return ['sent'];
+    case 'DELIVERED': return ['delivered'];
+    case 'OPENED': return ['opened'];
+    case 'CLICKED': return ['clicked'];
+    case 'COMPLAINED': return ['complained'];
+    case 'BOUNCED': return event.data?.bounceType === 'Permanent' ? ['bounced', 'hard_bounced'] : ['bounced'];
+    default: return [];
+  }
+}
+
+/**
+ * Counts each (email, kind) once into campaign_counts, and bumps the campaigns' counters by what
+ * was newly counted, in one statement. Uses the campaign_counts and campaigns primary keys.
+ */
+export async function countCampaignEvents(
+  db: Db,
+  counts: { team_id: number; email_id: string; kind: CampaignCountKind; campaign_id: string }[],
+  now: Date,
+): Promise<number> {
+  if (counts.length === 0) return 0;
+  const { rows } = await sql<{ n: number }>`
+    WITH counted AS (
+      INSERT INTO campaign_counts (team_id, email_id, kind, campaign_id)
+      SELECT k.team_id, k.email_id, k.kind, k.campaign_id
+      FROM jsonb_to_recordset(${JSON.stringify(counts)}::jsonb) AS k(team_id integer, email_id text, kind text, campaign_id text)
+      ON CONFLICT DO NOTHING
+      RETURNING team_id, campaign_id, kind
+    ), sums AS (
+      SELECT team_id, campaign_id,
+        count(*) FILTER (WHERE kind = 'sent') AS sent, count(*) FILTER (WHERE kind = 'delivered') AS delivered,
+        count(*) FILTER (WHERE kind = 'opened') AS opened, count(*) FILTER (WHERE kind = 'clicked') AS clicked,
+        count(*) FILTER (WHERE kind = 'unsubscribed') AS unsubscribed, count(*) FILTER (WHERE kind = 'bounced') AS bounced,
+        count(*) FILTER (WHERE kind = 'hard_bounced') AS hard_bounced, count(*) FILTER (WHERE kind = 'complained') AS complained
+      FROM counted GROUP BY team_id, campaign_id
+    ), bumped AS (
+      UPDATE campaigns c SET
+        sent = c.sent + s.sent, delivered = c.delivered + s.delivered, opened = c.opened + s.opened,
+        clicked = c.clicked + s.clicked, unsubscribed = c.unsubscribed + s.unsubscribed, bounced = c.bounced + s.bounced,
+        hard_bounced = c.hard_bounced + s.hard_bounced, complained = c.complained + s.complained, updated_at = ${now}
+      FROM sums s WHERE c.team_id = s.team_id AND c.id = s.campaign_id
+    )
+    SELECT count(*)::int AS n FROM counted`.execute(db);
+  return rows[0]!.n;
+}
+
+/**
+ * Marks a campaign's recipient unsubscribed for a bounce or complaint, keeping a reason it already
+ * has. Rare, so one statement each: the campaigns and contacts primary keys.
+ */
+async function unsubscribeRecipient(db: Db, recipient: { teamId: number; campaignId: string; contactId: string }, reason: 'BOUNCED' | 'COMPLAINED', now: Date) {
+  await sql`
+    UPDATE contacts SET subscribed = false, unsubscribe_reason = COALESCE(unsubscribe_reason, ${reason}), updated_at = ${now}
+    WHERE team_id = ${recipient.teamId} AND id = ${recipient.contactId}
+      AND contact_book_id = (SELECT contact_book_id FROM campaigns WHERE team_id = ${recipient.teamId} AND id = ${recipient.campaignId})`.execute(db);
+}
+
 /**
  * Writes a batch of outcomes in one transaction: each row whose claim still holds gets its status,
- * next attempt and events; addresses to suppress are added whatever became of the claim, since the
+ * next attempt and events, and its campaign's counters; addresses to suppress are added whatever became of the claim, since the
  * receiver's answer stands. A row whose lease ran out and was claimed again is left to its new
  * claimant. Answers how many rows were written.
  */
@@ -220,7 +287,7 @@ export async function recordOutcomes(db: Db, token: string, outcomes: Outcome[],
     o.suppress.map((entry) => ({ team_id: o.teamId, email: entry.address.toLowerCase(), reason: entry.reason, source_email_id: o.id })),
   );
   return db.transaction().execute(async (tx) => {
-    const { rows: written } = await sql<{ n: number }>`
+    const { rows: written } = await sql<{ id: string }>`
       WITH v AS (
         SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
           AS v(team_id integer, id text, status text, send_at timestamptz, attempts integer)
@@ -239,7 +306,7 @@ export async function recordOutcomes(db: Db, token: string, outcomes: Outcome[],
         JOIN updated u ON u.team_id = ev.team_id AND u.id = ev.email_id
         ORDER BY ev.ord
       )
-      SELECT count(*)::int AS n FROM updated
+      SELECT id FROM updated
     `.execute(tx);
     if (suppressions.length > 0) {
       await sql`
@@ -250,6 +317,22 @@ export async function recordOutcomes(db: Db, token: string, outcomes: Outcome[],
         ON CONFLICT (team_id, email) DO NOTHING
       `.execute(tx);
     }
-    return written[0]?.n ?? 0;
+    const counts = outcomes.flatMap((o) =>
+      o.campaignId === null
+        ? []
+        : o.events.flatMap((event) => countKinds(event).map((kind) => ({ team_id: o.teamId, email_id: o.id, kind, campaign_id: o.campaignId! }))),
+    );
+    if (counts.length > 0) {
+      // Only the outcomes written above count: a lost claim's events were not recorded either.
+      const ids = new Set(written.map((row) => row.id));
+      await countCampaignEvents(tx, counts.filter((c) => ids.has(c.email_id)), now);
+      // A recipient whose address bounced for good or who complained leaves the book's mailing.
+      for (const o of outcomes.filter((o) => ids.has(o.id) && o.campaignId !== null && o.contactId !== null)) {
+        const kinds = o.events.flatMap(countKinds);
+        const reason = kinds.includes('complained') ? 'COMPLAINED' : kinds.includes('hard_bounced') ? 'BOUNCED' : null;
+        if (reason) await unsubscribeRecipient(tx, { teamId: o.teamId, campaignId: o.campaignId!, contactId: o.contactId! }, reason, now);
+      }
+    }
+    return written.length;
   });
 }

@@ -121,6 +121,57 @@ export interface EmailsTable {
   lease_until: Optional<Date>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  campaign_id: Optional<string>;
+  contact_id: Optional<string>;
+  contact_book_id: Optional<string>;
+}
+
+export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
+export type CampaignCountKind = 'sent' | 'delivered' | 'opened' | 'clicked' | 'unsubscribed' | 'bounced' | 'hard_bounced' | 'complained';
+
+export interface CampaignsTable {
+  team_id: number;
+  id: string;
+  name: string;
+  domain_id: number | null;
+  from_address: string;
+  subject: string;
+  preview_text: string | null;
+  contact_book_id: string | null;
+  html: string;
+  content: string | null;
+  reply_to_addresses: Json<string[]>;
+  cc_addresses: Json<string[]>;
+  bcc_addresses: Json<string[]>;
+  status: CampaignStatus;
+  scheduled_at: Optional<Date>;
+  batch_size: number;
+  batch_window_minutes: number;
+  started_at: Optional<Date>;
+  last_created_at: Optional<Date>;
+  last_contact_id: Optional<string>;
+  cursor_created_at: Optional<Date>;
+  cursor_contact_id: Optional<string>;
+  next_release_at: Optional<Date>;
+  released_all: Generated<boolean>;
+  total: Generated<number>;
+  sent: Generated<number>;
+  delivered: Generated<number>;
+  opened: Generated<number>;
+  clicked: Generated<number>;
+  unsubscribed: Generated<number>;
+  bounced: Generated<number>;
+  hard_bounced: Generated<number>;
+  complained: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CampaignCountsTable {
+  team_id: number;
+  email_id: string;
+  kind: CampaignCountKind;
+  campaign_id: string;
 }
 
 export interface EmailEventsTable {
@@ -158,4 +209,6 @@ export interface Database {
   email_events: EmailEventsTable;
   suppressions: SuppressionsTable;
   idempotency_keys: IdempotencyKeysTable;
+  campaigns: CampaignsTable;
+  campaign_counts: CampaignCountsTable;
 }

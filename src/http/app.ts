@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { ApiError } from '../errors.js';
 import { parseOrThrow, validationError } from '../validation.js';
 import { apiRoutes } from '../api/index.js';
+import { recipientPages } from '../feedback/pages.js';
 import { authMiddleware, type AuthContext } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
@@ -41,6 +42,7 @@ export function createApp(deps: AppDeps) {
     }
   });
   app.route('/docs', docsRoutes());
+  app.route('/', recipientPages(deps));
 
   const v1 = new Hono<Env>();
   v1.get('/openapi.json', (c) => sendJson(c, openApi));

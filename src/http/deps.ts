@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Db, DatabaseKind } from '../db/connection.js';
+import type { RecipientTokens } from '../feedback/tokens.js';
 import type { Logger } from '../log.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -9,4 +10,6 @@ export type AppDeps = {
   config: Config;
   log: Logger;
   rateLimiter: RateLimiter;
+  /** Signs and checks the links in mail (unsubscribe, double opt-in confirmation). */
+  tokens: RecipientTokens;
 };

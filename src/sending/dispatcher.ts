@@ -5,13 +5,17 @@ import type { Db } from '../db/connection.js';
 import * as emails from '../data/emails.js';
 import type { ClaimedEmail, Outcome } from '../data/emails.js';
 import { deleteExpiredIdempotencyKeys } from '../data/idempotency-keys.js';
+import { CampaignRenderer, type CampaignMail } from '../campaigns/render.js';
+import { escapeHtml } from '../campaigns/template.js';
 import { loadDkimSigner, type DkimSigner } from '../domains/dkim.js';
+import { confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../feedback/links.js';
+import type { RecipientTokens } from '../feedback/tokens.js';
 import type { Logger } from '../log.js';
 import { addressOf, buildMessage, envelopeOf, returnPathAddress, type OutgoingEmail } from './message.js';
 import { nextAttempt } from './retry-policy.js';
 import { createTransport, type DeliveryResult, type Transport } from './transports/index.js';
 
-export type DispatcherDeps = { db: Db; config: Config; log: Logger };
+export type DispatcherDeps = { db: Db; config: Config; log: Logger; tokens: RecipientTokens };
 export type Dispatcher = { stop(): Promise<void> };
 
 // A domain's key is read once per this long, so a deleted domain stops signing soon after.
@@ -57,7 +61,7 @@ const outgoing = (email: ClaimedEmail): OutgoingEmail => ({
 
 /** The outcome of one attempt, from what the transport answered. */
 export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: string[], now: Date, config: Config): Outcome {
-  const base = { teamId: email.team_id, id: email.id, attempts: email.attempts + 1 };
+  const base = { teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts + 1 };
   const suppressedNote = skipped.length > 0 ? { suppressed: skipped } : {};
   if (result.kind === 'sent') {
     const bounced = result.rejected.filter((r) => r.code !== null && r.code >= 500);
@@ -107,8 +111,13 @@ export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: 
   };
 }
 
-const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED', data: Record<string, unknown>): Outcome => ({
-  teamId: email.team_id, id: email.id, attempts: email.attempts, status, sendAt: null, events: [{ status, data }], suppress: [],
+const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED' | 'CANCELLED', data: Record<string, unknown>): Outcome => ({
+  teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts, status, sendAt: null, events: [{ status, data }], suppress: [],
+});
+
+/** Back as it was, without a send time: the mail of a paused campaign waits for its resume. */
+const heldOutcome = (email: ClaimedEmail): Outcome => ({
+  teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts, status: email.status, sendAt: null, events: [], suppress: [],
 });
 
 /**
@@ -119,6 +128,7 @@ const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED', data
 export function startDispatcher(deps: DispatcherDeps, transport: Transport = createTransport(deps.config)): Dispatcher {
   const { db, config, log } = deps;
   const signers: SignerCache = new Map();
+  const campaigns = new CampaignRenderer(db, config, deps.tokens);
   const inFlight = new Set<Promise<void>>();
   const totals = { claimed: 0, sent: 0, written: 0 };
   let stopped = false;
@@ -127,12 +137,25 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
   let timer: NodeJS.Timeout | undefined;
   let lastSweep = 0;
 
-  const send = async (email: ClaimedEmail, suppressed: Set<string>, now: Date, leaseUntil: Date): Promise<Outcome | null> => {
+  /** A double opt-in confirmation gets its signed link now, so no token is ever stored. */
+  const withConfirmationLink = (message: OutgoingEmail, email: ClaimedEmail): OutgoingEmail => {
+    if (email.contact_book_id === null || email.contact_id === null) return message;
+    const url = confirmationUrl(config.publicUrl, deps.tokens, { teamId: email.team_id, bookId: email.contact_book_id, contactId: email.contact_id }, email.created_at);
+    return {
+      ...message,
+      html: message.html?.replace(DOUBLE_OPT_IN_PLACEHOLDER, escapeHtml(url)) ?? null,
+      text: message.text?.replace(DOUBLE_OPT_IN_PLACEHOLDER, url) ?? null,
+    };
+  };
+
+  const send = async (email: ClaimedEmail, campaignMail: CampaignMail | undefined, suppressed: Set<string>, now: Date, leaseUntil: Date): Promise<Outcome | null> => {
+    if (campaignMail?.kind === 'hold') return heldOutcome(email);
+    if (campaignMail?.kind === 'cancel') return finalOutcome(email, 'CANCELLED', { reason: campaignMail.reason });
     const signer = await signerFor(db, signers, email);
     // A claim about to run out may already be another dispatcher's: leave the email to it.
     if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
     if (!signer) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
-    const message = outgoing(email);
+    const message = campaignMail?.message ?? withConfirmationLink(outgoing(email), email);
     const all = envelopeOf(message, returnPathAddress(email.id, signer.domain, config.returnPathSubdomain));
     const skipped = all.to.filter((address) => suppressed.has(emails.suppressionKey(email.team_id, address.toLowerCase())));
     const envelope = { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) };
@@ -161,10 +184,10 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     const recipients = batch.flatMap((email) =>
       [...email.to_addresses, ...email.cc_addresses, ...email.bcc_addresses].map((mailbox) => ({ teamId: email.team_id, email: addressOf(mailbox).toLowerCase() })),
     );
-    const suppressed = await emails.findSuppressed(db, recipients);
+    const [suppressed, campaignMail] = await Promise.all([emails.findSuppressed(db, recipients), campaigns.prepare(batch)]);
     const outcomes = await Promise.all(
       batch.map((email) =>
-        send(email, suppressed, now, leaseUntil).catch((error: unknown) => {
+        send(email, campaignMail.get(email.id), suppressed, now, leaseUntil).catch((error: unknown) => {
           log.error('building or sending an email failed', { error, emailId: email.id });
           return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
         }),

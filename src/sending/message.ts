@@ -106,9 +106,19 @@ export function quotedPrintable(text: string): string {
 
 const wrap76 = (base64: string) => base64.replace(/.{76}/g, '$&\r\n');
 
+/** Whether a line reaches 999 characters (RFC 5322's limit is 998); linear, unlike a {999} pattern that backtracks. */
+function hasLongLine(text: string): boolean {
+  let start = 0;
+  for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+    if (end - start - (text[end - 1] === '\r' ? 1 : 0) >= 999) return true;
+    start = end + 1;
+  }
+  return text.length - start >= 999;
+}
+
 /** A body part: 7bit when it is short-lined ASCII that cannot contain a boundary, else quoted-printable. */
 function textPart(type: 'plain' | 'html', body: string): string {
-  const plain = /^[\x20-\x7e\t\r\n]*$/.test(body) && !body.includes('=_mr') && !/[^\r\n]{999}/.test(body);
+  const plain = /^[\x20-\x7e\t\r\n]*$/.test(body) && !body.includes('=_mr') && !hasLongLine(body);
   const content = plain ? body.replace(/\r?\n/g, '\r\n') : quotedPrintable(body);
   return `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: ${plain ? '7bit' : 'quoted-printable'}\r\n\r\n${content}`;
 }

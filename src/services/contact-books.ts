@@ -1,7 +1,8 @@
 import type { Db } from '../db/connection.js';
 import * as books from '../data/contact-books.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
-import { invalid, notFound } from '../errors.js';
+import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
+import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { assertVerifiedSender } from './sender-domain.js';
 
@@ -101,6 +102,12 @@ export async function deleteContactBook(db: Db, teamId: number, id: string) {
   return db.transaction().execute(async (tx) => {
     const current = await books.findContactBook(tx, teamId, id, true);
     if (!current) throw notFound('Contact book');
+    // The book's row lock taken above waits out a campaign being created on it (which key-share locks it).
+    const active = await findActiveCampaignOfBook(tx, teamId, id);
+    if (active) {
+      throw conflict(`Contact book ${id} is used by campaign ${active.id} ("${active.name}"), which is ${active.status}; pause or delete the campaign first`);
+    }
+    await detachBook(tx, teamId, id);
     await books.deleteContactBook(tx, teamId, id);
     return {
       id,

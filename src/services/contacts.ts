@@ -4,6 +4,7 @@ import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, 
 import { normalizeEmail } from '../email-address.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 
 export type ContactInput = {
   email?: string;
@@ -142,14 +143,23 @@ async function requireBook(db: Db, teamId: number, bookId: string) {
   return book;
 }
 
-async function update(tx: Db, teamId: number, current: ContactRow, input: ContactInput) {
+/**
+ * Applies the changes. Adding again (`readded`) a contact still pending in a double opt-in book
+ * sends its confirmation again, at most once per CONFIRMATION_INTERVAL_MS.
+ */
+async function update(tx: Db, teamId: number, current: ContactRow, input: ContactInput, readded?: Book) {
   const next = changedFields(fieldsOf(current), input);
   if (next) await contacts.updateContacts(tx, teamId, current.contact_book_id, [{ ...next, id: current.id }]);
+  const lastSent = current.confirmation_sent_at?.getTime() ?? 0;
+  if (readded?.double_opt_in_enabled && current.pending_confirmation && Date.now() - lastSent >= CONFIRMATION_INTERVAL_MS) {
+    await queueConfirmations(tx, teamId, readded, [{ id: current.id, email: next?.email ?? current.email }]);
+  }
   return { contactId: current.id };
 }
 
 async function create(tx: Db, teamId: number, book: Book, id: string, email: string, input: ContactInput) {
   await contacts.insertContacts(tx, teamId, book.id, [newContact(book, id, email, input)]);
+  if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, [{ id, email }]);
   return { contactId: id };
 }
 
@@ -166,7 +176,7 @@ export async function upsertContact(db: Db, teamId: number, bookId: string, cont
   }
   return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
-    if (current) return update(tx, teamId, current, input);
+    if (current) return update(tx, teamId, current, input, book);
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
     return create(tx, teamId, book, 'id' in key ? key.id : newId(), email, input);
@@ -177,7 +187,7 @@ export async function upsertContact(db: Db, teamId: number, bookId: string, cont
 export async function createContact(db: Db, teamId: number, bookId: string, input: ContactInput & { email: string }) {
   return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
-    if (current) return update(tx, teamId, current, input);
+    if (current) return update(tx, teamId, current, input, book);
     return create(tx, teamId, book, newId(), input.email, input);
   });
 }
@@ -284,6 +294,7 @@ export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string,
         if (next) updates.push({ ...next, id: current.id });
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
+      if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, inserts);
       await contacts.updateContacts(tx, teamId, bookId, updates);
       created += inserts.length;
     }

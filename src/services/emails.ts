@@ -64,7 +64,7 @@ function splitAddressList(value: string): string[] {
 }
 
 /** Each mailbox validated and stored as `addr` or `"Name" <addr>`. */
-function mailboxes(value: string | string[] | undefined, path: string, problems: ErrorDetail[], required = false): string[] {
+export function mailboxes(value: string | string[] | undefined, path: string, problems: ErrorDetail[], required = false): string[] {
   const items = (Array.isArray(value) ? value : value === undefined ? [] : [value]).flatMap(splitAddressList);
   if (required && items.length === 0) problems.push({ path, message: 'must name at least one address' });
   if (items.length > MAX_RECIPIENTS) problems.push({ path, message: `must be at most ${MAX_RECIPIENTS} addresses` });

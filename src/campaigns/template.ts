@@ -1,0 +1,47 @@
+/**
+ * Campaign personalisation: a body or subject is split once into literal text and placeholders, so
+ * rendering it for each recipient is a join, not a search.
+ */
+
+export const UNSUBSCRIBE_PLACEHOLDERS = ['unsubscribeUrl', 'usesend_unsubscribe_url', 'unsend_unsubscribe_url'];
+
+const PLACEHOLDER = /\{\{\s*([A-Za-z][A-Za-z0-9_]*)\s*(?:,\s*fallback\s*=\s*([^}]*?)\s*)?\}\}/g;
+
+type Part = string | { name: string; fallback: string };
+export type Template = { parts: Part[] };
+
+export function compileTemplate(source: string): Template {
+  const parts: Part[] = [];
+  let last = 0;
+  for (const match of source.matchAll(PLACEHOLDER)) {
+    parts.push(source.slice(last, match.index));
+    parts.push({ name: match[1]!, fallback: match[2] ?? '' });
+    last = match.index + match[0].length;
+  }
+  parts.push(source.slice(last));
+  return { parts: parts.filter((part) => part !== '') };
+}
+
+export const hasUnsubscribePlaceholder = (source: string) =>
+  compileTemplate(source).parts.some((part) => typeof part !== 'string' && UNSUBSCRIBE_PLACEHOLDERS.includes(part.name));
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char]!);
+
+/**
+ * The template with each placeholder replaced by the recipient's value (escaped for HTML when
+ * `html`), or its fallback when the value is missing or empty. Fallbacks are the author's text and
+ * go in as written.
+ */
+export function renderTemplate(template: Template, values: Map<string, string>, html: boolean): string {
+  let out = '';
+  for (const part of template.parts) {
+    if (typeof part === 'string') {
+      out += part;
+      continue;
+    }
+    const value = values.get(part.name.toLowerCase());
+    out += value ? (html ? escapeHtml(value) : value) : part.fallback;
+  }
+  return out;
+}

@@ -1,0 +1,134 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/connection.js';
+import type { CampaignRow } from './campaigns.js';
+
+// Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
+// cursor rounded down would release the contact at it a second time (or, rounded up, skip one).
+export type DueCampaign = CampaignRow & { cursor_at: string | null; last_at: string | null };
+
+/**
+ * Locks one campaign with a batch due, skipping those another releaser holds; the caller's
+ * transaction keeps it until the batch is committed. Uses campaigns_due.
+ *
+ *   SELECT … FROM campaigns WHERE next_release_at <= $now ORDER BY next_release_at LIMIT 1
+ *   FOR UPDATE SKIP LOCKED
+ */
+export async function claimDueCampaign(tx: Db, now: Date): Promise<DueCampaign | undefined> {
+  const { rows } = await sql<DueCampaign>`
+    SELECT *, cursor_created_at::text AS cursor_at, last_created_at::text AS last_at FROM campaigns
+    WHERE next_release_at <= ${now} AND status IN ('SCHEDULED', 'RUNNING')
+    ORDER BY next_release_at LIMIT 1
+    FOR UPDATE SKIP LOCKED`.execute(tx);
+  return rows[0];
+}
+
+/**
+ * Fixes the recipients at start: the book's contacts up to its newest one now, in creation order
+ * (contacts_book_order, read backwards once), and `total`, those of them subscribed and not
+ * suppressed. Contacts added later are left to the next campaign.
+ */
+export async function startCampaign(tx: Db, campaign: CampaignRow, now: Date): Promise<LastRecipient> {
+  const { rows } = await sql<LastRecipient>`
+    WITH last AS (
+      SELECT created_at, id FROM contacts
+      WHERE team_id = ${campaign.team_id} AND contact_book_id = ${campaign.contact_book_id}
+      ORDER BY created_at DESC, id DESC LIMIT 1
+    )
+    UPDATE campaigns SET
+      status = 'RUNNING', started_at = ${now}, updated_at = ${now},
+      last_created_at = (SELECT created_at FROM last), last_contact_id = (SELECT id FROM last),
+      total = (
+        SELECT count(*)::int FROM contacts c
+        WHERE c.team_id = ${campaign.team_id} AND c.contact_book_id = ${campaign.contact_book_id} AND c.subscribed
+          AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = c.team_id AND s.email = lower(c.email))
+      )
+    WHERE team_id = ${campaign.team_id} AND id = ${campaign.id}
+    RETURNING last_created_at::text AS last_at, last_contact_id`.execute(tx);
+  return rows[0]!;
+}
+
+/** The last recipient in creation order; null fields when the book was empty at start. */
+export type LastRecipient = { last_at: string | null; last_contact_id: string | null };
+
+export type ReleaseBatch = {
+  campaign: CampaignRow;
+  cursorAt: string | null;
+  last: LastRecipient;
+  /** The message-id domain: the sender's. */
+  domainName: string;
+  now: Date;
+  /** When the batch after this one is due. */
+  nextAt: Date;
+};
+
+/**
+ * Releases the next batch in one statement: the next `batch_size` contacts after the cursor (up to
+ * the last recipient) in creation order through contacts_book_order; those subscribed and not on
+ * the suppression list (a probe of its primary key each) become QUEUED email rows with their
+ * event, unique on (campaign, contact) so nothing is ever inserted twice; and the cursor moves past
+ * the batch. A short batch was the last: the campaign then waits for its mail to go out.
+ *
+ *   WITH batch AS (SELECT … FROM contacts WHERE team_id = $t AND contact_book_id = $b
+ *                    AND (created_at, id) > ($cursor) AND (created_at, id) <= ($last)
+ *                  ORDER BY created_at, id LIMIT $n),
+ *        inserted AS (INSERT INTO emails … SELECT … FROM batch WHERE subscribed AND NOT EXISTS (suppressed)
+ *                     ON CONFLICT (team_id, campaign_id, contact_id) DO NOTHING RETURNING …),
+ *        events AS (INSERT INTO email_events … FROM inserted),
+ *        moved AS (UPDATE campaigns SET cursor… = last of batch …)
+ *   SELECT count(*) FROM inserted
+ */
+export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scanned: number; released: number }> {
+  const c = batch.campaign;
+  const { rows } = await sql<{ scanned: number; released: number }>`
+    WITH batch AS (
+      SELECT id, email, subscribed, created_at FROM contacts
+      WHERE team_id = ${c.team_id} AND contact_book_id = ${c.contact_book_id}
+        AND (created_at, id) > (COALESCE(${batch.cursorAt}::timestamptz, '-infinity'), COALESCE(${c.cursor_contact_id}::text, ''))
+        AND (created_at, id) <= (${batch.last.last_at}::timestamptz, ${batch.last.last_contact_id}::text)
+      ORDER BY created_at, id
+      LIMIT ${c.batch_size}
+    ), last AS (
+      SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
+    ), inserted AS (
+      INSERT INTO emails (
+        team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
+        subject, message_id, status, send_at, created_at, updated_at, campaign_id, contact_id
+      )
+      SELECT ${c.team_id}, n.id, ${c.domain_id}, ${c.from_address}, jsonb_build_array(b.email),
+        ${JSON.stringify(c.cc_addresses)}::jsonb, ${JSON.stringify(c.bcc_addresses)}::jsonb, ${JSON.stringify(c.reply_to_addresses)}::jsonb,
+        ${c.subject}, '<' || n.id || '@' || ${batch.domainName} || '>', 'QUEUED',
+        -- Due at once by the database's clock, which the dispatcher's claim reads too.
+        LEAST(${batch.now}::timestamptz, statement_timestamp()), ${batch.now}, ${batch.now}, ${c.id}, b.id
+      FROM batch b CROSS JOIN LATERAL (SELECT replace(gen_random_uuid()::text, '-', '') AS id) n
+      WHERE b.subscribed
+        AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = ${c.team_id} AND s.email = lower(b.email))
+      ON CONFLICT (team_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
+      RETURNING team_id, id
+    ), events AS (
+      INSERT INTO email_events (team_id, email_id, status, data, created_at)
+      SELECT team_id, id, 'QUEUED', NULL, ${batch.now} FROM inserted
+    ), moved AS (
+      UPDATE campaigns SET
+        cursor_created_at = COALESCE((SELECT created_at FROM last), cursor_created_at),
+        cursor_contact_id = COALESCE((SELECT id FROM last), cursor_contact_id),
+        status = 'RUNNING',
+        released_all = (SELECT count(*) FROM batch) < ${c.batch_size},
+        next_release_at = CASE WHEN (SELECT count(*) FROM batch) < ${c.batch_size} THEN NULL ELSE ${batch.nextAt}::timestamptz END,
+        updated_at = ${batch.now}
+      WHERE team_id = ${c.team_id} AND id = ${c.id}
+    )
+    SELECT (SELECT count(*)::int FROM batch) AS scanned, (SELECT count(*)::int FROM inserted) AS released`.execute(tx);
+  return rows[0]!;
+}
+
+/**
+ * Marks SENT every running campaign whose recipients are all released and none of whose mail is
+ * still to be sent (campaigns_finishing, then a probe of emails_campaign_pending each).
+ */
+export async function finishCampaigns(db: Db, now: Date): Promise<number> {
+  const result = await sql`
+    UPDATE campaigns c SET status = 'SENT', updated_at = ${now}
+    WHERE c.status = 'RUNNING' AND c.released_all
+      AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.team_id = c.team_id AND e.campaign_id = c.id AND e.send_at IS NOT NULL)`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

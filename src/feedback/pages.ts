@@ -1,0 +1,68 @@
+import { Hono, type Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { escapeHtml } from '../campaigns/template.js';
+import type { AppDeps } from '../http/deps.js';
+import { confirmSubscription, unsubscribe } from '../services/recipients.js';
+
+/** A plain page: these are read by people, not API clients, and must never leak more than this. */
+function page(c: Context, status: ContentfulStatusCode, title: string, body: string) {
+  const html =
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">' +
+    `<meta name="robots" content="noindex"><title>${escapeHtml(title)}</title></head>` +
+    `<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem">` +
+    `<h1 style="font-size:1.4rem">${escapeHtml(title)}</h1>${body}</body></html>`;
+  return c.html(html, status, { 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' });
+}
+
+const invalidLink = (c: Context) =>
+  page(c, 400, 'This link is not valid', '<p>The link may be incomplete or changed. Use the link from the email as it was sent.</p>');
+
+/** A form that POSTs back to the same address: a GET (a mail scanner's) never changes anything. */
+const confirmForm = (c: Context, title: string, text: string, button: string) =>
+  page(c, 200, title, `<p>${escapeHtml(text)}</p><form method="post"><button type="submit" style="font-size:1rem;padding:.6rem 1.2rem">${escapeHtml(button)}</button></form>`);
+
+/**
+ * The recipients' pages outside /v1, without an API key: each link carries a token signed with the
+ * server secret, and a bad one gets a plain 400 page.
+ */
+export function recipientPages(deps: AppDeps) {
+  const pages = new Hono();
+
+  pages.get('/unsubscribe/:token', (c) => {
+    if (!deps.tokens.verify(c.req.param('token'), 'u')) return invalidLink(c);
+    return confirmForm(c, 'Unsubscribe', 'Do you want to stop receiving these emails?', 'Unsubscribe');
+  });
+
+  // Both the page's button and RFC 8058 one-click (List-Unsubscribe=One-Click) land here.
+  pages.post('/unsubscribe/:token', async (c) => {
+    const token = deps.tokens.verify(c.req.param('token'), 'u');
+    if (!token) return invalidLink(c);
+    await unsubscribe(deps.db, token);
+    return page(c, 200, 'You are unsubscribed', '<p>You will not receive these emails any more.</p>');
+  });
+
+  /** The confirmation token, or the page that says why there is none. */
+  const confirmation = (c: Context) => {
+    const token = deps.tokens.verify(c.req.param('token') ?? '', 'c');
+    if (!token) return { page: invalidLink(c) };
+    if (token.x < Date.now()) {
+      return { page: page(c, 400, 'This link has expired', '<p>Confirmation links hold for 7 days. Sign up again to get a new one.</p>') };
+    }
+    return { token };
+  };
+
+  pages.get('/confirm/:token', (c) => {
+    const { page: refused } = confirmation(c);
+    return refused ?? confirmForm(c, 'Confirm your subscription', 'Please confirm that you want to receive these emails.', 'Confirm');
+  });
+
+  pages.post('/confirm/:token', async (c) => {
+    const { page: refused, token } = confirmation(c);
+    if (refused) return refused;
+    const outcome = await confirmSubscription(deps.db, token!);
+    if (outcome === 'missing') return page(c, 404, 'Subscription not found', '<p>This address is no longer on the list.</p>');
+    return page(c, 200, 'Thank you', outcome === 'confirmed' ? '<p>Your subscription is confirmed.</p>' : '<p>Nothing to confirm: this subscription was already settled.</p>');
+  });
+
+  return pages;
+}

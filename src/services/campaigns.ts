@@ -1,0 +1,249 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { hasUnsubscribePlaceholder, UNSUBSCRIBE_PLACEHOLDERS } from '../campaigns/template.js';
+import { renderEditorContent } from '../campaigns/editor-content.js';
+import { wakeReleaser } from '../campaigns/releaser.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/connection.js';
+import type { CampaignStatus } from '../db/schema.js';
+import * as campaigns from '../data/campaigns.js';
+import type { CampaignRow } from '../data/campaigns.js';
+import { findBookForContacts } from '../data/contacts.js';
+import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
+import { newId } from '../ids.js';
+import { parseSchedule } from '../scheduling/parse-schedule.js';
+import { wakeDispatcher } from '../sending/dispatcher.js';
+import { validationError } from '../validation.js';
+import { mailboxes } from './emails.js';
+import { assertVerifiedSender } from './sender-domain.js';
+
+export type CampaignDeps = { db: Db; config: Pick<Config, 'scheduleTimeZone' | 'dispatchLeaseMs'> };
+
+export const PAGE_SIZE = 30;
+// Pause and delete wait this long at most for mail a dispatcher is handing to SMTP right now.
+const IN_FLIGHT_WAIT_MS = 30_000;
+
+export type CreateCampaignInput = {
+  name: string;
+  from: string;
+  subject: string;
+  contactBookId: string;
+  previewText?: string;
+  content?: string;
+  html?: string;
+  replyTo?: string | string[];
+  cc?: string | string[];
+  bcc?: string | string[];
+  sendNow?: boolean;
+  scheduledAt?: string;
+  batchSize: number;
+  batchWindowMinutes: number;
+};
+
+export function toCampaign(row: CampaignRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    from: row.from_address,
+    subject: row.subject,
+    previewText: row.preview_text,
+    contactBookId: row.contact_book_id,
+    html: row.html,
+    content: row.content,
+    status: row.status,
+    scheduledAt: row.scheduled_at?.toISOString() ?? null,
+    batchSize: row.batch_size,
+    batchWindowMinutes: row.batch_window_minutes,
+    total: row.total,
+    sent: row.sent,
+    delivered: row.delivered,
+    opened: row.opened,
+    clicked: row.clicked,
+    unsubscribed: row.unsubscribed,
+    bounced: row.bounced,
+    hardBounced: row.hard_bounced,
+    complained: row.complained,
+    replyTo: row.reply_to_addresses,
+    cc: row.cc_addresses,
+    bcc: row.bcc_addresses,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function scheduleOf(input: { scheduledAt?: string }, deps: CampaignDeps, now: Date, problems: ErrorDetail[]): Date | null {
+  if (input.scheduledAt === undefined) return null;
+  try {
+    return parseSchedule(input.scheduledAt, { now, timeZone: deps.config.scheduleTimeZone });
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.details) throw error;
+    problems.push(...error.details);
+    return null;
+  }
+}
+
+/** The body that is sent: the html given, or the editor content rendered; either way with an unsubscribe link. */
+function bodyOf(input: CreateCampaignInput, problems: ErrorDetail[]): string | null {
+  if (!input.html && !input.content) {
+    problems.push({ path: 'html', message: 'html or content is required' }, { path: 'content', message: 'html or content is required' });
+    return null;
+  }
+  let html: string;
+  try {
+    html = input.html || renderEditorContent(input.content!);
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.details) throw error;
+    problems.push(...error.details);
+    return null;
+  }
+  if (!hasUnsubscribePlaceholder(html)) {
+    problems.push({
+      path: input.html ? 'html' : 'content',
+      message: `must contain an unsubscribe link placeholder: ${UNSUBSCRIBE_PLACEHOLDERS.map((name) => `{{${name}}}`).join(', ')}`,
+    });
+  }
+  return html;
+}
+
+/** Validates every field, then stores the campaign, scheduled when asked, in one transaction. */
+export async function createCampaign(deps: CampaignDeps, teamId: number, input: CreateCampaignInput) {
+  const now = new Date();
+  const problems: ErrorDetail[] = [];
+  if (input.sendNow && input.scheduledAt !== undefined) {
+    problems.push({ path: 'scheduledAt', message: 'cannot be given together with sendNow: choose one' });
+  }
+  const html = bodyOf(input, problems);
+  const replyTo = mailboxes(input.replyTo, 'replyTo', problems);
+  const cc = mailboxes(input.cc, 'cc', problems);
+  const bcc = mailboxes(input.bcc, 'bcc', problems);
+  const scheduledAt = input.sendNow ? now : scheduleOf(input, deps, now, problems);
+  let sender: Awaited<ReturnType<typeof assertVerifiedSender>> | null = null;
+  try {
+    sender = await assertVerifiedSender(deps.db, teamId, input.from);
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.details) throw error;
+    problems.push(...error.details);
+  }
+  if (problems.length > 0 || !sender || html === null) throw validationError(problems);
+  const { mailbox, domain } = sender;
+
+  const id = newId();
+  await deps.db.transaction().execute(async (tx) => {
+    // The book's key-share lock keeps it from being deleted until the campaign that uses it exists.
+    const book = await findBookForContacts(tx, teamId, input.contactBookId, 'keyShare');
+    if (!book) throw validationError([{ path: 'contactBookId', message: `contact book ${input.contactBookId} not found in this team` }]);
+    await campaigns.insertCampaign(tx, {
+      teamId,
+      id,
+      name: input.name,
+      domainId: domain.id,
+      from: mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address,
+      subject: input.subject,
+      previewText: input.previewText ?? null,
+      contactBookId: book.id,
+      html,
+      content: input.content ?? null,
+      replyTo,
+      cc,
+      bcc,
+      status: scheduledAt ? 'SCHEDULED' : 'DRAFT',
+      scheduledAt,
+      batchSize: input.batchSize,
+      batchWindowMinutes: input.batchWindowMinutes,
+      now,
+    });
+  });
+  if (scheduledAt) wakeReleaser(deps.db);
+  return getCampaign(deps, teamId, id);
+}
+
+export async function getCampaign(deps: CampaignDeps, teamId: number, id: string) {
+  const row = await campaigns.findCampaign(deps.db, teamId, id);
+  if (!row) throw notFound('Campaign');
+  return toCampaign(row);
+}
+
+export async function listCampaigns(deps: CampaignDeps, teamId: number, query: { page: number; status?: CampaignStatus; search?: string }) {
+  const { rows, count } = await campaigns.listCampaigns(deps.db, teamId, query, { offset: (query.page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+  return { campaigns: rows.map(toCampaign), totalPage: Math.ceil(count / PAGE_SIZE) };
+}
+
+/** Runs `move` on the campaign locked, after checking its status allows it (409 naming it otherwise). */
+async function move<T>(
+  deps: CampaignDeps,
+  teamId: number,
+  id: string,
+  action: { verb: string; from: CampaignStatus[] },
+  work: (tx: Db, row: CampaignRow, now: Date) => Promise<T>,
+): Promise<T> {
+  return deps.db.transaction().execute(async (tx) => {
+    const row = await campaigns.findCampaign(tx, teamId, id, true);
+    if (!row) throw notFound('Campaign');
+    if (!action.from.includes(row.status)) {
+      throw conflict(`Campaign ${id} is ${row.status}; it can only be ${action.verb} while ${action.from.join(' or ')}`);
+    }
+    return work(tx, row, new Date());
+  });
+}
+
+/** Waits until no dispatcher holds mail of the campaign, so none leaves after the caller returns. */
+async function settleInFlight(deps: CampaignDeps, teamId: number, id: string) {
+  const deadline = Date.now() + Math.min(IN_FLIGHT_WAIT_MS, deps.config.dispatchLeaseMs);
+  while (Date.now() < deadline && (await campaigns.countClaimedEmails(deps.db, teamId, id, new Date())) > 0) await delay(20);
+}
+
+export async function scheduleCampaign(deps: CampaignDeps, teamId: number, id: string, input: { scheduledAt?: string; batchSize?: number }) {
+  const problems: ErrorDetail[] = [];
+  const now = new Date();
+  const scheduledAt = scheduleOf(input, deps, now, problems) ?? now;
+  if (problems.length > 0) throw validationError(problems);
+  await move(deps, teamId, id, { verb: 'scheduled', from: ['DRAFT', 'SCHEDULED', 'PAUSED'] }, async (tx, row, at) => {
+    await campaigns.updateCampaign(tx, teamId, id, {
+      // A campaign whose recipients are all out stays RUNNING until its last mail goes, then SENT.
+      status: row.released_all ? 'RUNNING' : 'SCHEDULED',
+      scheduled_at: scheduledAt,
+      batch_size: input.batchSize ?? row.batch_size,
+      next_release_at: row.released_all ? null : scheduledAt,
+      updated_at: at,
+    });
+    if (row.status === 'PAUSED') await campaigns.releaseHeldEmails(tx, teamId, id, scheduledAt);
+  });
+  wakeReleaser(deps.db);
+  return { success: true };
+}
+
+export async function pauseCampaign(deps: CampaignDeps, teamId: number, id: string) {
+  const paused = await move(deps, teamId, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
+    if (row.status === 'PAUSED') return false;
+    await campaigns.updateCampaign(tx, teamId, id, { status: 'PAUSED', next_release_at: null, updated_at: now });
+    await campaigns.holdCampaignEmails(tx, teamId, id, now);
+    return true;
+  });
+  if (paused) await settleInFlight(deps, teamId, id);
+  return { success: true };
+}
+
+export async function resumeCampaign(deps: CampaignDeps, teamId: number, id: string) {
+  await move(deps, teamId, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
+    const due = row.scheduled_at && row.scheduled_at > now ? row.scheduled_at : now;
+    await campaigns.updateCampaign(tx, teamId, id, {
+      status: row.started_at ? 'RUNNING' : 'SCHEDULED',
+      next_release_at: row.released_all ? null : due,
+      updated_at: now,
+    });
+    await campaigns.releaseHeldEmails(tx, teamId, id, due);
+  });
+  wakeReleaser(deps.db);
+  wakeDispatcher(deps.db);
+  return { success: true };
+}
+
+/** Deletes in any state; mail not yet handed to SMTP is cancelled in the same transaction. */
+export async function deleteCampaign(deps: CampaignDeps, teamId: number, id: string) {
+  const deleted = await move(deps, teamId, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
+    await campaigns.cancelCampaignEmails(tx, teamId, id, now);
+    await campaigns.deleteCampaignRow(tx, teamId, id);
+    return toCampaign(row);
+  });
+  await settleInFlight(deps, teamId, id);
+  return deleted;
+}

@@ -1,0 +1,57 @@
+import { renderEditorContent } from '../campaigns/editor-content.js';
+import type { Db } from '../db/connection.js';
+import { markConfirmationSent } from '../data/contacts.js';
+import { insertEmails, type NewEmail } from '../data/emails.js';
+import { htmlToText } from '../sending/html-to-text.js';
+import { newId } from '../ids.js';
+import { assertVerifiedSender } from './sender-domain.js';
+
+/** A contact is sent at most one confirmation per this long, however often it is added again. */
+export const CONFIRMATION_INTERVAL_MS = 24 * 3_600_000;
+// Rows per INSERT: each email takes about twenty parameters, and a statement takes at most 65,535.
+const INSERT_CHUNK = 1000;
+
+type DoubleOptInBook = {
+  id: string;
+  double_opt_in_from: string | null;
+  double_opt_in_subject: string | null;
+  double_opt_in_content: string | null;
+};
+
+/** The book's confirmation body as HTML: its content is HTML, or editor JSON rendered. */
+function confirmationHtml(content: string): string {
+  if (!content.trimStart().startsWith('{')) return content;
+  try {
+    return renderEditorContent(content, 'doubleOptInContent');
+  } catch {
+    return content;
+  }
+}
+
+/**
+ * Stores the confirmation emails for these contacts in the caller's transaction (the email row is
+ * the job), and records when they went. The body keeps its {{doubleOptInUrl}} placeholder; the
+ * dispatcher puts in the signed link when it sends, and picks the rows up on its next poll.
+ */
+export async function queueConfirmations(tx: Db, teamId: number, book: DoubleOptInBook, recipients: { id: string; email: string }[]) {
+  if (recipients.length === 0 || !book.double_opt_in_from) return;
+  const { mailbox, domain } = await assertVerifiedSender(tx, teamId, book.double_opt_in_from, 'doubleOptInFrom');
+  const now = new Date();
+  const html = confirmationHtml(book.double_opt_in_content ?? '');
+  const text = htmlToText(html);
+  const rows: NewEmail[] = recipients.map((contact) => {
+    const id = newId();
+    return {
+      teamId, id, domainId: domain.id,
+      from: mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address,
+      to: [contact.email], cc: [], bcc: [], replyTo: [],
+      subject: book.double_opt_in_subject ?? 'Please confirm your subscription',
+      html, text, headers: {}, attachments: [],
+      messageId: `<${id}@${domain.name}>`,
+      scheduledAt: null, sendAt: now, createdAt: now,
+      confirms: { bookId: book.id, contactId: contact.id },
+    };
+  });
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) await insertEmails(tx, rows.slice(start, start + INSERT_CHUNK));
+  await markConfirmationSent(tx, teamId, book.id, recipients.map((contact) => contact.id), now);
+}
