@@ -8,16 +8,8 @@
  * The phases are measured apart: releasing every recipient (no dispatcher running), then a
  * dispatcher draining the queue. Peak RSS is sampled across both (not the import before them).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { startReleaser } from '../src/campaigns/releaser.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
-import { startDispatcher } from '../src/sending/dispatcher.js';
-import { startServer } from '../src/server.js';
-import { createTeam } from '../src/services/teams.js';
-import { databaseFor, startSink } from './emails.js';
+import { SENDER, startBenchHarness } from './harness.js';
 
 export type CampaignsBenchResult = {
   database: 'postgres' | 'pglite';
@@ -33,28 +25,10 @@ const IMPORT_CHUNK = 10_000;
 export async function benchCampaigns(options: { databaseUrl?: string; contacts?: number; batchSize?: number } = {}): Promise<CampaignsBenchResult> {
   const total = options.contacts ?? 100_000;
   const batchSize = options.batchSize ?? 5_000;
-  const sink = await startSink();
-  const database = await databaseFor(options.databaseUrl);
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-bench-'));
-  let peakRss = 0;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
-  const config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ROLE: 'api', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000',
-    SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_POOL_SIZE: '8', DISPATCH_BATCH_SIZE: '200', DISPATCH_CONCURRENCY: '4', DISPATCH_POLL_MS: '50',
-  });
-  const server = await startServer(config, { database: database.source, log: createLogger('error') });
+  const bench = await startBenchHarness(options.databaseUrl);
   try {
-    const { db } = server.deps;
-    const { teamId, apiKey } = await createTeam(db, 'bench');
-    const api = (method: string, route: string, body: unknown) =>
-      fetch(`${server.url}/v1${route}`, { method, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
-        .then(async (res) => {
-          if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-          return res.json() as Promise<{ id: string }>;
-        });
-    const domain = await api('POST', '/domains', { name: 'bench.example.com' });
-    // Verified by hand: DNS is not what this measures.
-    await db.updateTable('domains').set({ status: 'SUCCESS' }).where('team_id', '=', teamId).where('id', '=', Number(domain.id)).execute();
+    const { api } = bench;
+    const { db } = bench.server.deps;
     const book = await api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
     for (let start = 0; start < total; start += IMPORT_CHUNK) {
       const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
@@ -63,44 +37,31 @@ export async function benchCampaigns(options: { databaseUrl?: string; contacts?:
       await api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
     }
     const campaign = await api('POST', '/campaigns', {
-      name: 'Bench', from: 'Bench <news@bench.example.com>', subject: 'Hello {{firstName,fallback=there}}', contactBookId: book.id, batchSize, sendNow: true,
+      name: 'Bench', from: SENDER, subject: 'Hello {{firstName,fallback=there}}', contactBookId: book.id, batchSize, sendNow: true,
       html: '<h1>Hello {{firstName}}</h1><p>Your plan: <b>{{plan}}</b>. A <a href="https://example.com">link</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
     });
 
     // The peak of the campaign's phases: the import above is the contacts benchmark's business.
-    peakRss = process.memoryUsage().rss;
+    bench.resetPeakRss();
     const releaseStarted = performance.now();
-    const releaser = startReleaser(server.deps, { autostart: false });
+    const releaser = startReleaser(bench.server.deps, { autostart: false });
     await releaser.tick();
     await releaser.stop();
     const releaseSeconds = (performance.now() - releaseStarted) / 1000;
     const { released } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('released')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow();
     if (Number(released) !== total) throw new Error(`released ${released} of ${total}`);
 
-    const started = performance.now();
-    const dispatcher = startDispatcher(server.deps);
-    for (;;) {
-      const { pending } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('pending')).where('send_at', 'is not', null).executeTakeFirstOrThrow();
-      if (Number(pending) === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const seconds = (performance.now() - started) / 1000;
-    await dispatcher.stop();
-    const sent = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.id).where('status', '=', 'SENT').executeTakeFirstOrThrow();
+    const delivery = await bench.deliver();
     return {
-      database: server.deps.dbKind,
+      database: bench.server.deps.dbKind,
       contacts: total,
       batchSize,
       release: { recipientsPerSecond: Math.round(total / releaseSeconds), seconds: Number(releaseSeconds.toFixed(2)) },
-      delivery: { messagesPerSecond: Math.round(Number(sent.n) / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: await sink.count() },
-      peakRssMb: Math.round(peakRss / 1024 / 1024),
+      delivery,
+      peakRssMb: bench.peakRssMb(),
     };
   } finally {
-    clearInterval(sampler);
-    await server.close();
-    await database.drop();
-    await sink.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await bench.close();
   }
 }
 

@@ -17,10 +17,10 @@ export async function postgresReachable(): Promise<boolean> {
 }
 
 /** A fresh, empty database for one benchmark, dropped afterwards. */
-export async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function scratchDatabase(baseUrl = benchPostgresUrl): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `mailroom_bench_${newId(10)}`;
   const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: benchPostgresUrl });
+    const client = new pg.Client({ connectionString: baseUrl });
     await client.connect();
     try {
       await client.query(statement);
@@ -29,7 +29,7 @@ export async function scratchDatabase(): Promise<{ url: string; drop(): Promise<
     }
   };
   await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(benchPostgresUrl);
+  const url = new URL(baseUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

@@ -79,6 +79,7 @@ export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | '
 
 /** The contacts whose lower-cased address is one of `keys` (see emailKeys), locked for update. */
 export async function findContactsByEmailKeys(db: Db, teamId: number, bookId: string, keys: string[]) {
+  if (keys.length === 0) return [];
   const result = await sql<ContactStateRow & { key: string }>`
     SELECT lower(email) AS key, id, email, first_name, last_name, properties, subscribed,
       unsubscribe_reason, pending_confirmation

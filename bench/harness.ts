@@ -1,0 +1,119 @@
+/**
+ * What the end-to-end benchmarks share: a server on a fresh database (PostgreSQL or PGlite) with a
+ * team and a verified sending domain, a loopback SMTP sink in its own process, the peak RSS of this
+ * process, and the delivery phase (a dispatcher draining every queued email to the sink).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { startDispatcher } from '../src/sending/dispatcher.js';
+import { startServer, type RunningServer } from '../src/server.js';
+import { createTeam } from '../src/services/teams.js';
+import { scratchDatabase } from './postgres.js';
+
+export const SENDER = 'Bench <news@bench.example.com>';
+
+const TSX = path.resolve('node_modules/.bin/tsx');
+
+async function startSink() {
+  const child = spawn(TSX, ['bench/emails/sink.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiters: Array<(line: string) => void> = [];
+  let buffer = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffer += chunk;
+    for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, i);
+      buffer = buffer.slice(i + 1);
+      const waiter = waiters.shift();
+      if (waiter) waiter(line);
+      else lines.push(line);
+    }
+  });
+  const next = () => new Promise<string>((resolve) => (lines.length > 0 ? resolve(lines.shift()!) : waiters.push(resolve)));
+  const port = Number((await next()).split(' ')[1]);
+  return {
+    port,
+    async count() {
+      child.stdin!.write('?\n');
+      return Number((await next()).split(' ')[1]);
+    },
+    stop: () => new Promise<void>((resolve) => {
+      child.once('close', () => resolve());
+      child.stdin!.end();
+    }),
+  };
+}
+
+export type BenchHarness = {
+  server: RunningServer;
+  apiKey: string;
+  /** Calls the API as the bench team; a non-2xx answer fails the benchmark. */
+  api(method: string, route: string, body?: unknown): Promise<any>;
+  /** Starts counting peak RSS afresh, for a phase that should not carry an earlier one's. */
+  resetPeakRss(): void;
+  peakRssMb(): number;
+  /** Runs a dispatcher until no email is left to send. */
+  deliver(): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
+  close(): Promise<void>;
+};
+
+export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarness> {
+  const sink = await startSink();
+  const database = databaseUrl ? await scratchDatabase(databaseUrl) : null;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-bench-'));
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  // ROLE=api: the benchmark starts the workers itself, so each phase is measured alone.
+  const config = loadConfig({
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ROLE: 'api', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000',
+    SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_POOL_SIZE: '8', DISPATCH_BATCH_SIZE: '200', DISPATCH_CONCURRENCY: '4', DISPATCH_POLL_MS: '50',
+  });
+  const source = database ? { url: database.url, poolSize: 10 } : { pglite: await PGlite.create() };
+  const server = await startServer(config, { database: source, log: createLogger('error') });
+  const { db } = server.deps;
+  const { teamId, apiKey } = await createTeam(db, 'bench');
+  const api = async (method: string, route: string, body?: unknown) => {
+    const res = await fetch(`${server.url}/v1${route}`, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  const domain = await api('POST', '/domains', { name: 'bench.example.com' });
+  // Verified by hand: DNS is not what these benchmarks measure.
+  await db.updateTable('domains').set({ status: 'SUCCESS' }).where('team_id', '=', teamId).where('id', '=', domain.id).execute();
+
+  const countAll = () => db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n'));
+  return {
+    server,
+    apiKey,
+    api,
+    resetPeakRss: () => (peakRss = process.memoryUsage().rss),
+    peakRssMb: () => Math.round(peakRss / 1024 / 1024),
+    async deliver() {
+      const started = performance.now();
+      const dispatcher = startDispatcher(server.deps);
+      while (Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n) > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      await dispatcher.stop();
+      const sent = Number((await countAll().where('status', '=', 'SENT').executeTakeFirstOrThrow()).n);
+      return { messagesPerSecond: Math.round(sent / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: await sink.count() };
+    },
+    async close() {
+      clearInterval(sampler);
+      await server.close();
+      await database?.drop();
+      await sink.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
