@@ -14,6 +14,8 @@ import { scratchDatabase } from './postgres.js';
 export type ContactsBenchResult = {
   database: 'postgres' | 'pglite';
   bulkUpsert: { contacts: number; seconds: number; contactsPerSecond: number };
+  /** The same import with two requests in flight, as an importer may send them. */
+  bulkUpsertTwoAtATime: { contacts: number; seconds: number; contactsPerSecond: number };
   getOne: { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; connections: number; seconds: number };
 };
 
@@ -32,18 +34,9 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
     await cli(['team', 'set-rate-limit', '--team', String(teamId), '--per-second', '1000000'], env);
     const book = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench', variables: ['plan'] } });
 
-    const started = performance.now();
-    for (let offset = 0; offset < TOTAL; offset += PER_REQUEST) {
-      const rows = Array.from({ length: PER_REQUEST }, (_, i) => ({
-        email: `user${offset + i}@bench.example.com`,
-        firstName: `First${offset + i}`,
-        lastName: 'Bench',
-        properties: { plan: i % 2 ? 'pro' : 'free' },
-      }));
-      const res = await call(server.url, 'POST', `/v1/contactBooks/${book.body.id}/contacts/bulk`, { key, body: rows });
-      if (res.status !== 200 || res.body.count !== PER_REQUEST) throw new Error(`bulk upsert failed: ${JSON.stringify(res.body).slice(0, 300)}`);
-    }
-    const seconds = (performance.now() - started) / 1000;
+    const sequential = await importContacts(server.url, key, book.body.id, 1);
+    const { body: second } = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench 2', variables: ['plan'] } });
+    const concurrent = await importContacts(server.url, key, second.id, 2);
 
     const load = await autocannon({
       url: `${server.url}/v1/contactBooks/${book.body.id}/contacts/user4242@bench.example.com`,
@@ -53,7 +46,8 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
     });
     return {
       database,
-      bulkUpsert: { contacts: TOTAL, seconds: round(seconds), contactsPerSecond: Math.round(TOTAL / seconds) },
+      bulkUpsert: { contacts: TOTAL, ...sequential },
+      bulkUpsertTwoAtATime: { contacts: TOTAL, ...concurrent },
       getOne: {
         requestsPerSecond: Math.round(load.requests.average),
         p50Ms: load.latency.p50,
@@ -71,6 +65,29 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
+
+/** Imports TOTAL new contacts into the book in requests of PER_REQUEST, `inFlight` at a time. */
+async function importContacts(url: string, key: string, bookId: string, inFlight: number) {
+  let next = 0;
+  const worker = async () => {
+    while (next < TOTAL) {
+      const offset = next;
+      next += PER_REQUEST;
+      const rows = Array.from({ length: PER_REQUEST }, (_, i) => ({
+        email: `user${offset + i}@bench.example.com`,
+        firstName: `First${offset + i}`,
+        lastName: 'Bench',
+        properties: { plan: i % 2 ? 'pro' : 'free' },
+      }));
+      const res = await call(url, 'POST', `/v1/contactBooks/${bookId}/contacts/bulk`, { key, body: rows });
+      if (res.status !== 200 || res.body.count !== PER_REQUEST) throw new Error(`bulk upsert failed: ${JSON.stringify(res.body).slice(0, 300)}`);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds: round(seconds), contactsPerSecond: Math.round(TOTAL / seconds) };
+}
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(JSON.stringify(await benchContacts(process.argv[2] === 'postgres' ? 'postgres' : 'pglite'), null, 2));
