@@ -41,6 +41,34 @@ const typeNames = new Map<number, string>(Object.entries(Packet.TYPE).map(([name
 const key = (name: string) => name.toLowerCase().replace(/\.$/, '');
 
 /**
+ * Binds UDP and TCP to one port: the OS picks a free UDP port, which TCP may still find taken (by
+ * another test's connection), so a clash is retried on a new port.
+ */
+async function listenOnOnePort(handle: (request: Packet, send: (response: Packet) => Promise<Buffer>) => void, connections: Set<Socket>) {
+  for (let attempt = 1; ; attempt++) {
+    const udp = new UDPServer({ type: 'udp4' });
+    udp.on('request', handle as never);
+    await udp.listen(0, '127.0.0.1');
+    const { port } = udp.address();
+    const tcp = new TCPServer(handle as never);
+    tcp.on('connection', (socket: Socket) => {
+      connections.add(socket);
+      socket.once('close', () => connections.delete(socket));
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen(port, '127.0.0.1', () => resolve());
+      });
+      return { udp, tcp, port };
+    } catch (error) {
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 10) throw error;
+    }
+  }
+}
+
+/**
  * An authoritative DNS server on loopback, over UDP and TCP on one port (long DKIM answers come
  * back truncated over UDP, and resolvers then ask again over TCP).
  */
@@ -70,20 +98,8 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     void send(response);
   };
 
-  const udp = new UDPServer({ type: 'udp4' });
-  udp.on('request', handle as never);
-  await udp.listen(0, '127.0.0.1');
-  const { port } = udp.address();
-  const tcp = new TCPServer(handle as never);
   const connections = new Set<Socket>();
-  tcp.on('connection', (socket: Socket) => {
-    connections.add(socket);
-    socket.once('close', () => connections.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(port, '127.0.0.1', () => resolve());
-  });
+  const { udp, tcp, port } = await listenOnOnePort(handle, connections);
 
   const address = `127.0.0.1:${port}`;
   const resolver = new Resolver({ timeout: 2000, tries: 1 });
