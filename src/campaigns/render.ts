@@ -7,7 +7,7 @@ import { domainOf } from '../email-address.js';
 import { unsubscribeUrl } from '../feedback/links.js';
 import type { RecipientTokens } from '../feedback/tokens.js';
 import { htmlToText } from '../sending/html-to-text.js';
-import { addressOf, type OutgoingEmail } from '../sending/message.js';
+import { addressOf, outgoingEmail, type OutgoingEmail } from '../sending/message.js';
 import { compileTemplate, escapeHtml, renderTemplate, UNSUBSCRIBE_PLACEHOLDERS, type Template } from './template.js';
 
 /** What becomes of a claimed campaign email: its message, or why it is not sent now. */
@@ -96,12 +96,7 @@ export class CampaignRenderer {
     return {
       kind: 'send',
       message: {
-        id: email.id,
-        from: email.from_address,
-        to: email.to_addresses,
-        cc: email.cc_addresses,
-        bcc: email.bcc_addresses,
-        replyTo: email.reply_to_addresses,
+        ...outgoingEmail(email),
         subject: renderTemplate(template.subject, values, false),
         html: renderTemplate(template.html, values, true),
         text: renderTemplate(template.text, values, false),
@@ -111,7 +106,6 @@ export class CampaignRenderer {
           Precedence: 'bulk',
         },
         attachments: [],
-        messageId: email.message_id,
       },
     };
   }

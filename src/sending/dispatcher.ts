@@ -11,7 +11,7 @@ import { loadDkimSigner, type DkimSigner } from '../domains/dkim.js';
 import { confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../feedback/links.js';
 import type { RecipientTokens } from '../feedback/tokens.js';
 import type { Logger } from '../log.js';
-import { addressOf, buildMessage, envelopeOf, returnPathAddress, type OutgoingEmail } from './message.js';
+import { addressOf, buildMessage, envelopeOf, outgoingEmail, returnPathAddress, type OutgoingEmail } from './message.js';
 import { nextAttempt } from './retry-policy.js';
 import { createTransport, type DeliveryResult, type Transport } from './transports/index.js';
 
@@ -44,20 +44,6 @@ function signerFor(db: Db, cache: SignerCache, email: ClaimedEmail): Promise<Dki
   return signer;
 }
 
-const outgoing = (email: ClaimedEmail): OutgoingEmail => ({
-  id: email.id,
-  from: email.from_address,
-  to: email.to_addresses,
-  cc: email.cc_addresses,
-  bcc: email.bcc_addresses,
-  replyTo: email.reply_to_addresses,
-  subject: email.subject,
-  html: email.html,
-  text: email.text,
-  headers: email.headers,
-  attachments: email.attachments,
-  messageId: email.message_id,
-});
 
 /** The outcome of one attempt, from what the transport answered. */
 export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: string[], now: Date, config: Config): Outcome {
@@ -81,7 +67,7 @@ export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: 
     };
   }
   if (result.kind === 'permanent') {
-    const recipients = envelopeOf(outgoing(email), '').to.filter((address) => !skipped.includes(address));
+    const recipients = envelopeOf(outgoingEmail(email), '').to.filter((address) => !skipped.includes(address));
     // A refusal of the whole message names no recipient; with only one, it is that one's.
     const refused = result.rejected.length > 0 ? result.rejected.map((r) => r.address) : recipients.length === 1 ? recipients : [];
     return {
@@ -155,7 +141,7 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     // A claim about to run out may already be another dispatcher's: leave the email to it.
     if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
     if (!signer) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
-    const message = campaignMail?.message ?? withConfirmationLink(outgoing(email), email);
+    const message = campaignMail?.message ?? withConfirmationLink(outgoingEmail(email), email);
     const all = envelopeOf(message, returnPathAddress(email.id, signer.domain, config.returnPathSubdomain));
     const skipped = all.to.filter((address) => suppressed.has(emails.suppressionKey(email.team_id, address.toLowerCase())));
     const envelope = { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) };

@@ -1,4 +1,4 @@
-import type { NewEmail } from '../data/emails.js';
+import type { ClaimedEmail, NewEmail } from '../data/emails.js';
 import type { StoredAttachment } from '../db/schema.js';
 import { asciiHostname, domainOf, parseMailbox } from '../email-address.js';
 
@@ -7,6 +7,22 @@ export type OutgoingEmail = Pick<
   NewEmail,
   'id' | 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'html' | 'text' | 'headers' | 'attachments' | 'messageId'
 >;
+
+/** A claimed email row as the builder takes it. */
+export const outgoingEmail = (email: ClaimedEmail): OutgoingEmail => ({
+  id: email.id,
+  from: email.from_address,
+  to: email.to_addresses,
+  cc: email.cc_addresses,
+  bcc: email.bcc_addresses,
+  replyTo: email.reply_to_addresses,
+  subject: email.subject,
+  html: email.html,
+  text: email.text,
+  headers: email.headers,
+  attachments: email.attachments,
+  messageId: email.message_id,
+});
 
 export type Envelope = { from: string; to: string[] };
 
