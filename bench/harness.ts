@@ -105,7 +105,7 @@ export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarn
       }
       const seconds = (performance.now() - started) / 1000;
       await dispatcher.stop();
-      const sent = Number((await countAll().where('status', '=', 'SENT').executeTakeFirstOrThrow()).n);
+      const sent = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n);
       return { messagesPerSecond: Math.round(sent / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: await sink.count() };
     },
     async close() {

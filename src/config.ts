@@ -58,6 +58,12 @@ const envSchema = z.object({
   RETURN_PATH_SUBDOMAIN: hostName.default('mail'),
   INBOUND_MX_HOST: hostName.optional(),
   SPF_INCLUDE: hostName.optional(),
+  INBOUND_SMTP_PORT: port(2525),
+  INBOUND_SMTP_HOST: z.string().min(1).optional(),
+  INBOUND_SMTP_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  REPUTATION_MAX_BOUNCE_RATE: z.coerce.number().min(0).max(100).default(5),
+  REPUTATION_MAX_COMPLAINT_RATE: z.coerce.number().min(0).max(100).default(0.1),
+  REPUTATION_MIN_DELIVERED: z.coerce.number().int().min(1).max(100_000_000).default(1000),
   REGIONS: z
     .string()
     .transform(list)
@@ -99,6 +105,15 @@ export type Config = {
   returnPathSubdomain: string;
   inboundMxHost: string;
   spfInclude: string;
+  /** The bounce and feedback listener; null: not started. 0 (only set by code) takes a free port. */
+  inboundSmtpPort: number | null;
+  inboundSmtpHost: string;
+  inboundSmtpMaxBytes: number;
+  /** Percentages of delivered mail above which the reputation guard pauses a domain's campaigns. */
+  reputationMaxBounceRate: number;
+  reputationMaxComplaintRate: number;
+  /** The guard judges the most recent days that add up to at least this many delivered. */
+  reputationMinDelivered: number;
   regions: string[];
   /** Whether creating a domain starts its verification without a PUT .../verify. */
   autoVerify: boolean;
@@ -161,6 +176,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // The conventional place for a sender's SPF policy (like _spf.google.com): the operator lists
     // the outbound IPs there once, and every customer domain includes it.
     spfInclude: e.SPF_INCLUDE ?? `_spf.${inboundMxHost}`,
+    inboundSmtpPort: e.INBOUND_SMTP_PORT === 0 ? null : e.INBOUND_SMTP_PORT,
+    inboundSmtpHost: e.INBOUND_SMTP_HOST ?? e.HOST,
+    inboundSmtpMaxBytes: e.INBOUND_SMTP_MAX_BYTES,
+    reputationMaxBounceRate: e.REPUTATION_MAX_BOUNCE_RATE,
+    reputationMaxComplaintRate: e.REPUTATION_MAX_COMPLAINT_RATE,
+    reputationMinDelivered: e.REPUTATION_MIN_DELIVERED,
     regions: e.REGIONS,
     autoVerify: e.AUTO_VERIFY,
     domainVerificationWindowMs: e.DOMAIN_VERIFICATION_WINDOW_HOURS * 3_600_000,

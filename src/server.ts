@@ -9,6 +9,7 @@ import { lockDataDir } from './db/data-dir-lock.js';
 import { migrate } from './db/migrate.js';
 import { startReleaser } from './campaigns/releaser.js';
 import { startDomainWorker } from './domains/worker.js';
+import { startInboundSmtp, type InboundListener } from './feedback/inbound-smtp.js';
 import { loadSecret, RecipientTokens } from './feedback/tokens.js';
 import { createApp } from './http/app.js';
 import type { AppDeps } from './http/deps.js';
@@ -19,6 +20,8 @@ import { startDispatcher } from './sending/dispatcher.js';
 export type RunningServer = {
   url: string;
   port: number;
+  /** The inbound SMTP listener's port; null when it is not running here. */
+  inboundPort: number | null;
   deps: AppDeps;
   /** Stops taking requests, lets the ones in flight finish, then closes the database. */
   close(): Promise<void>;
@@ -103,6 +106,16 @@ export async function startServer(
   const { port } = http.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   log.info('listening', { url: `http://${host}:${port}`, database: database.kind });
+  let inbound: InboundListener | null = null;
+  if (config.role !== 'api' && config.inboundSmtpPort !== null) {
+    try {
+      inbound = await startInboundSmtp(deps, { host: config.inboundSmtpHost, port: config.inboundSmtpPort });
+    } catch (error) {
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+      await database.close();
+      throw new Error(`The inbound SMTP listener could not start on ${config.inboundSmtpHost}:${config.inboundSmtpPort} (INBOUND_SMTP_PORT): ${(error as Error).message}`);
+    }
+  }
   const domainWorker = config.role === 'api' ? null : startDomainWorker(deps);
   const dispatcher = config.role === 'api' ? null : startDispatcher(deps);
   const releaser = config.role === 'api' ? null : startReleaser(deps);
@@ -111,6 +124,7 @@ export async function startServer(
   return {
     url: `http://${host}:${port}`,
     port,
+    inboundPort: inbound?.port ?? null,
     deps,
     close: () =>
       (closing ??= (async () => {
@@ -118,6 +132,7 @@ export async function startServer(
           http.close(() => resolve());
           http.closeIdleConnections();
         });
+        await inbound?.close();
         await domainWorker?.stop();
         await releaser?.stop();
         await dispatcher?.stop();

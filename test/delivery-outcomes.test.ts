@@ -36,12 +36,12 @@ async function send(to: string | string[], extra: Record<string, unknown> = {}):
 const isFor = (address: string) => (message: { rcptTo: string[] }) => message.rcptTo.includes(address);
 
 describe('delivery outcomes over SMTP', () => {
-  it('a 4xx answer is retried with backoff: delivered once, with DELIVERY_DELAYED then SENT events', async () => {
+  it('a 4xx answer is retried with backoff: delivered once, with DELIVERY_DELAYED then SENT and DELIVERED events', async () => {
     let refused = 0;
     sink.rule = { data: (message) => (isFor('busy@example.org')(message) && refused++ < 2 ? { code: 451, message: '4.3.0 try again later' } : null) };
     const id = await send('busy@example.org');
     const email = await waitForEmail(server, key, id, settled);
-    expect(statusesOf(email)).toEqual(['QUEUED', 'DELIVERY_DELAYED', 'DELIVERY_DELAYED', 'SENT']);
+    expect(statusesOf(email)).toEqual(['QUEUED', 'DELIVERY_DELAYED', 'DELIVERY_DELAYED', 'SENT', 'DELIVERED']);
     expect(email.emailEvents[1].data).toMatchObject({ code: 451, attempt: 1, response: expect.stringContaining('451 4.3.0 try again later') });
     expect(Date.parse(email.emailEvents[1].data.nextAttemptAt)).toBeGreaterThan(Date.parse(email.emailEvents[1].createdAt));
     expect(sink.forEmail(id)).toHaveLength(1);
@@ -72,7 +72,7 @@ describe('delivery outcomes over SMTP', () => {
     sink.rule = { rcpt: (address) => (address === 'unknown@example.org' ? { code: 550, message: '5.1.1 unknown' } : null) };
     const id = await send(['ok@example.org', 'unknown@example.org'], { bcc: 'blocked@example.org' });
     const email = await waitForEmail(server, key, id, settled);
-    expect(statusesOf(email)).toEqual(['QUEUED', 'SENT']);
+    expect(statusesOf(email)).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
     expect(email.emailEvents[1].data).toMatchObject({ suppressed: ['blocked@example.org'], rejected: [{ address: 'unknown@example.org', code: 550 }] });
     expect(sink.forEmail(id).map((m) => m.rcptTo)).toEqual([['ok@example.org']]);
     const { body } = await server.call('GET', '/v1/suppressions', { key });
@@ -89,8 +89,9 @@ describe('delivery outcomes over SMTP', () => {
     await sink.start();
     for (const id of ids) {
       const email = await waitForEmail(server, key, id, settled);
-      expect(email.latestStatus).toBe('SENT');
-      expect(statusesOf(email).slice(1, -1).every((status) => status === 'DELIVERY_DELAYED')).toBe(true);
+      expect(email.latestStatus).toBe('DELIVERED');
+      expect(statusesOf(email).slice(1, -2).every((status) => status === 'DELIVERY_DELAYED')).toBe(true);
+      expect(statusesOf(email).slice(-2)).toEqual(['SENT', 'DELIVERED']);
       expect(sink.forEmail(id)).toHaveLength(1);
     }
   });
@@ -158,7 +159,7 @@ describe('an SMTP relay that requires STARTTLS and authentication', () => {
     const domain = await verifiedDomain(secureServer, teamKey, 'secure.test');
     const res = await secureServer.call('POST', '/v1/emails', { key: teamKey, body: { from: `a@${domain.name}`, to: 'x@example.org', subject: 'TLS', text: 'Hi' } });
     const email = await waitForEmail(secureServer, teamKey, res.body.emailId, settled);
-    expect(email.latestStatus).toBe('SENT');
+    expect(email.latestStatus).toBe('DELIVERED');
     expect(secureSink.forEmail(res.body.emailId)).toMatchObject([{ secure: true, user: 'relay' }]);
   });
 });

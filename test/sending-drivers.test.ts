@@ -31,7 +31,7 @@ const drivers: Driver[] = [
       const [message] = sink.forEmail(emailId);
       return { raw: message!.raw, envelope: { from: message!.mailFrom, to: message!.rcptTo } };
     },
-    acceptedEvents: ['SENT'],
+    acceptedEvents: ['SENT', 'DELIVERED'],
   },
   {
     name: 'capture',

@@ -85,12 +85,12 @@ async function sendAll(url: string, key: string, from: string): Promise<string[]
 async function untilAllSent(url: string, key: string, timeoutMs: number) {
   await within(
     (async () => {
-      while ((await call(url, 'GET', '/v1/emails?status=SENT&limit=1', { key })).body.count < TOTAL) {
+      while ((await call(url, 'GET', '/v1/emails?status=DELIVERED&limit=1', { key })).body.count < TOTAL) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })(),
     timeoutMs,
-    `all ${TOTAL} emails SENT`,
+    `all ${TOTAL} emails DELIVERED`,
   );
 }
 

@@ -35,6 +35,7 @@ export const campaignSchema = z.object({
   html: z.string().nullable(),
   content: z.string().nullable(),
   status: z.enum(STATUSES),
+  pausedReason: z.string().nullable().describe('Why the reputation guard paused the campaign; null otherwise'),
   scheduledAt: z.string().nullable(),
   batchSize: z.number().int(),
   batchWindowMinutes: z.number().int(),

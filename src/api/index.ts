@@ -1,4 +1,5 @@
 import type { RouteDef } from '../http/route.js';
+import { analyticsRoutes } from './analytics.js';
 import { campaignRoutes } from './campaigns.js';
 import { contactBookRoutes } from './contact-books.js';
 import { contactRoutes } from './contacts.js';
@@ -6,4 +7,4 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { suppressionRoutes } from './suppressions.js';
 
-export const apiRoutes: RouteDef[] = [...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];

@@ -5,6 +5,7 @@ import type { CampaignStatus } from '../db/schema.js';
 import type { ClaimedEmail } from '../data/emails.js';
 import { domainOf } from '../email-address.js';
 import { unsubscribeUrl } from '../feedback/links.js';
+import { unsubscribeAddress } from '../feedback/verp.js';
 import type { RecipientTokens } from '../feedback/tokens.js';
 import { htmlToText } from '../sending/html-to-text.js';
 import { addressOf, outgoingEmail, type OutgoingEmail } from '../sending/message.js';
@@ -101,7 +102,7 @@ export class CampaignRenderer {
         html: renderTemplate(template.html, values, true),
         text: renderTemplate(template.text, values, false),
         headers: {
-          'List-Unsubscribe': `<${unsubscribe}>, <mailto:unsubscribe+${email.id}@${this.config.returnPathSubdomain}.${domain}?subject=unsubscribe>`,
+          'List-Unsubscribe': `<${unsubscribe}>, <mailto:${unsubscribeAddress(email.id, domain, this.config.returnPathSubdomain)}?subject=unsubscribe>`,
           'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
           Precedence: 'bulk',
         },

@@ -143,3 +143,20 @@ export async function countClaimedEmails(db: Db, teamId: number, campaignId: str
       AND claimed_by IS NOT NULL AND lease_until > ${now}`.execute(db);
   return rows[0]!.n;
 }
+
+/**
+ * Pauses the team's SCHEDULED and RUNNING campaigns that send from the domain, recording why, and
+ * holds their unclaimed mail. Answers the ids paused. Walks campaigns_team_created.
+ */
+export async function pauseCampaignsOfDomain(db: Db, teamId: number, domainId: number, reason: string, now: Date): Promise<string[]> {
+  const paused = await db
+    .updateTable('campaigns')
+    .set({ status: 'PAUSED', paused_reason: reason, next_release_at: null, updated_at: now })
+    .where('team_id', '=', teamId)
+    .where('domain_id', '=', domainId)
+    .where('status', 'in', ['SCHEDULED', 'RUNNING'])
+    .returning('id')
+    .execute();
+  for (const { id } of paused) await holdCampaignEmails(db, teamId, id, now);
+  return paused.map((row) => row.id);
+}

@@ -194,11 +194,17 @@ export async function recordCheck(db: Db, id: number, claimToken: string, outcom
 }
 
 /** The signing key: the only query that reads it. */
-export async function findSigningKey(db: Db, teamId: number, id: number) {
+/** What sending needs of a domain: its signing key and tracking settings. */
+export async function findSendingDomain(db: Db, teamId: number, id: number) {
   return db
     .selectFrom('domains')
-    .select(['name', 'dkim_selector', 'dkim_private_key'])
+    .select(['name', 'dkim_selector', 'dkim_private_key', 'open_tracking', 'click_tracking'])
     .where('team_id', '=', teamId)
     .where('id', '=', id)
     .executeTakeFirst();
+}
+
+/** Whether any team has a domain of this name (domains_name). */
+export async function domainNameExists(db: Db, name: string): Promise<boolean> {
+  return (await db.selectFrom('domains').select('id').where('name', '=', name).limit(1).executeTakeFirst()) !== undefined;
 }

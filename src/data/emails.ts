@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { CampaignCountKind, EmailEventsTable, EmailStatus, EmailsTable, StoredAttachment, SuppressionReason } from '../db/schema.js';
+import type { EmailEventsTable, EmailStatus, EmailsTable, StoredAttachment } from '../db/schema.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 export type EmailEventRow = Pick<Selectable<EmailEventsTable>, 'email_id' | 'status' | 'data' | 'created_at'>;
@@ -197,142 +197,45 @@ export async function findSuppressed(db: Db, pairs: { teamId: number; email: str
 
 export const suppressionKey = (teamId: number, email: string) => `${teamId}:${email}`;
 
-export type Outcome = {
-  teamId: number;
-  id: string;
-  /** The campaign whose counters the events bump, and its recipient, if the email is a campaign's. */
-  campaignId: string | null;
-  contactId: string | null;
-  status: EmailStatus;
-  /** When to try again; null when nothing is left to send. */
-  sendAt: Date | null;
-  attempts: number;
-  events: { status: EmailStatus; data: Record<string, unknown> | null }[];
-  /** Addresses to put on the team's suppression list. */
-  suppress: { address: string; reason: SuppressionReason }[];
+/** What an attempt leaves to do: when to try again (null: nothing left to send), and how many tries so far. */
+export type ClaimRelease = { teamId: number; id: string; sendAt: Date | null; attempts: number };
+
+/**
+ * Lets go of claimed rows, each with its next attempt, where the claim still holds; a row whose
+ * lease ran out and was claimed again is left to its new claimant. Answers the ids written, whose
+ * events the caller then applies in the same transaction. Uses the emails primary key.
+ */
+export async function releaseClaims(tx: Db, token: string, releases: ClaimRelease[], now: Date): Promise<Set<string>> {
+  if (releases.length === 0) return new Set();
+  const rows = releases.map((r) => ({ team_id: r.teamId, id: r.id, send_at: r.sendAt?.toISOString() ?? null, attempts: r.attempts }));
+  const { rows: written } = await sql<{ id: string }>`
+    UPDATE emails e
+    SET send_at = v.send_at, attempts = v.attempts, claimed_by = NULL, lease_until = NULL, updated_at = ${now}
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(team_id integer, id text, send_at timestamptz, attempts integer)
+    WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = ${token}
+    RETURNING e.id`.execute(tx);
+  return new Set(written.map((row) => row.id));
+}
+
+export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'contact_id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'message_id'> & {
+  /** The sending domain's name; null once the domain is deleted. */
+  domain_name: string | null;
+  /** The book of the email's campaign, while the campaign and its book exist. */
+  contact_book_id: string | null;
 };
 
-/** The campaign counters an event bumps (once per email and kind). */
-export function countKinds(event: { status: EmailStatus; data: Record<string, unknown> | null }): CampaignCountKind[] {
-  switch (event.status) {
-    case 'SENT': return ['sent'];
-    case 'DELIVERED': return ['delivered'];
-    case 'OPENED': return ['opened'];
-    case 'CLICKED': return ['clicked'];
-    case 'COMPLAINED': return ['complained'];
-    case 'BOUNCED': return event.data?.bounceType === 'Permanent' ? ['bounced', 'hard_bounced'] : ['bounced'];
-    default: return [];
-  }
-}
-
 /**
- * Counts each (email, kind) once into campaign_counts, and bumps the campaigns' counters by what
- * was newly counted, in one statement. Uses the campaign_counts and campaigns primary keys.
+ * An email named by feedback (a VERP address, a tracking token) with what attributing the feedback
+ * needs, whatever its team: email ids are unique across teams. Uses emails_id, then the domains and
+ * campaigns primary keys.
  */
-export async function countCampaignEvents(
-  db: Db,
-  counts: { team_id: number; email_id: string; kind: CampaignCountKind; campaign_id: string }[],
-  now: Date,
-): Promise<number> {
-  if (counts.length === 0) return 0;
-  const { rows } = await sql<{ n: number }>`
-    WITH counted AS (
-      INSERT INTO campaign_counts (team_id, email_id, kind, campaign_id)
-      SELECT k.team_id, k.email_id, k.kind, k.campaign_id
-      FROM jsonb_to_recordset(${JSON.stringify(counts)}::jsonb) AS k(team_id integer, email_id text, kind text, campaign_id text)
-      ON CONFLICT DO NOTHING
-      RETURNING team_id, campaign_id, kind
-    ), sums AS (
-      SELECT team_id, campaign_id,
-        count(*) FILTER (WHERE kind = 'sent') AS sent, count(*) FILTER (WHERE kind = 'delivered') AS delivered,
-        count(*) FILTER (WHERE kind = 'opened') AS opened, count(*) FILTER (WHERE kind = 'clicked') AS clicked,
-        count(*) FILTER (WHERE kind = 'unsubscribed') AS unsubscribed, count(*) FILTER (WHERE kind = 'bounced') AS bounced,
-        count(*) FILTER (WHERE kind = 'hard_bounced') AS hard_bounced, count(*) FILTER (WHERE kind = 'complained') AS complained
-      FROM counted GROUP BY team_id, campaign_id
-    ), bumped AS (
-      UPDATE campaigns c SET
-        sent = c.sent + s.sent, delivered = c.delivered + s.delivered, opened = c.opened + s.opened,
-        clicked = c.clicked + s.clicked, unsubscribed = c.unsubscribed + s.unsubscribed, bounced = c.bounced + s.bounced,
-        hard_bounced = c.hard_bounced + s.hard_bounced, complained = c.complained + s.complained, updated_at = ${now}
-      FROM sums s WHERE c.team_id = s.team_id AND c.id = s.campaign_id
-    )
-    SELECT count(*)::int AS n FROM counted`.execute(db);
-  return rows[0]!.n;
-}
-
-/**
- * Marks a campaign's recipient unsubscribed for a bounce or complaint, keeping a reason it already
- * has. Rare, so one statement each: the campaigns and contacts primary keys.
- */
-async function unsubscribeRecipient(db: Db, recipient: { teamId: number; campaignId: string; contactId: string }, reason: 'BOUNCED' | 'COMPLAINED', now: Date) {
-  await sql`
-    UPDATE contacts SET subscribed = false, unsubscribe_reason = COALESCE(unsubscribe_reason, ${reason}), updated_at = ${now}
-    WHERE team_id = ${recipient.teamId} AND id = ${recipient.contactId}
-      AND contact_book_id = (SELECT contact_book_id FROM campaigns WHERE team_id = ${recipient.teamId} AND id = ${recipient.campaignId})`.execute(db);
-}
-
-/**
- * Writes a batch of outcomes in one transaction: each row whose claim still holds gets its status,
- * next attempt and events, and its campaign's counters; addresses to suppress are added whatever became of the claim, since the
- * receiver's answer stands. A row whose lease ran out and was claimed again is left to its new
- * claimant. Answers how many rows were written.
- */
-export async function recordOutcomes(db: Db, token: string, outcomes: Outcome[], now: Date): Promise<number> {
-  if (outcomes.length === 0) return 0;
-  const rows = outcomes.map((o) => ({ team_id: o.teamId, id: o.id, status: o.status, send_at: o.sendAt?.toISOString() ?? null, attempts: o.attempts }));
-  const events = outcomes.flatMap((o) =>
-    o.events.map((event) => ({ team_id: o.teamId, email_id: o.id, status: event.status, data: event.data })),
-  ).map((event, ord) => ({ ...event, ord }));
-  const suppressions = outcomes.flatMap((o) =>
-    o.suppress.map((entry) => ({ team_id: o.teamId, email: entry.address.toLowerCase(), reason: entry.reason, source_email_id: o.id })),
-  );
-  return db.transaction().execute(async (tx) => {
-    const { rows: written } = await sql<{ id: string }>`
-      WITH v AS (
-        SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-          AS v(team_id integer, id text, status text, send_at timestamptz, attempts integer)
-      ), updated AS (
-        UPDATE emails e
-        SET status = v.status, send_at = v.send_at, attempts = v.attempts,
-            claimed_by = NULL, lease_until = NULL, updated_at = ${now}
-        FROM v
-        WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = ${token}
-        RETURNING e.team_id, e.id
-      ), inserted AS (
-        INSERT INTO email_events (team_id, email_id, status, data, created_at)
-        SELECT ev.team_id, ev.email_id, ev.status, ev.data, ${now}
-        FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
-          AS ev(team_id integer, email_id text, status text, data jsonb, ord integer)
-        JOIN updated u ON u.team_id = ev.team_id AND u.id = ev.email_id
-        ORDER BY ev.ord
-      )
-      SELECT id FROM updated
-    `.execute(tx);
-    if (suppressions.length > 0) {
-      await sql`
-        INSERT INTO suppressions (team_id, email, reason, source_email_id, created_at)
-        SELECT s.team_id, s.email, s.reason, s.source_email_id, ${now}
-        FROM jsonb_to_recordset(${JSON.stringify(suppressions)}::jsonb)
-          AS s(team_id integer, email text, reason text, source_email_id text)
-        ON CONFLICT (team_id, email) DO NOTHING
-      `.execute(tx);
-    }
-    const counts = outcomes.flatMap((o) =>
-      o.campaignId === null
-        ? []
-        : o.events.flatMap((event) => countKinds(event).map((kind) => ({ team_id: o.teamId, email_id: o.id, kind, campaign_id: o.campaignId! }))),
-    );
-    if (counts.length > 0) {
-      // Only the outcomes written above count: a lost claim's events were not recorded either.
-      const ids = new Set(written.map((row) => row.id));
-      await countCampaignEvents(tx, counts.filter((c) => ids.has(c.email_id)), now);
-      // A recipient whose address bounced for good or who complained leaves the book's mailing.
-      for (const o of outcomes.filter((o) => ids.has(o.id) && o.campaignId !== null && o.contactId !== null)) {
-        const kinds = o.events.flatMap(countKinds);
-        const reason = kinds.includes('complained') ? 'COMPLAINED' : kinds.includes('hard_bounced') ? 'BOUNCED' : null;
-        if (reason) await unsubscribeRecipient(tx, { teamId: o.teamId, campaignId: o.campaignId!, contactId: o.contactId! }, reason, now);
-      }
-    }
-    return written.length;
-  });
+export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {
+  const { rows } = await sql<FeedbackEmail>`
+    SELECT e.team_id, e.id, e.campaign_id, e.contact_id, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.message_id,
+      d.name AS domain_name, c.contact_book_id
+    FROM emails e
+    LEFT JOIN domains d ON d.team_id = e.team_id AND d.id = e.domain_id
+    LEFT JOIN campaigns c ON c.team_id = e.team_id AND c.id = e.campaign_id
+    WHERE e.id = ${id}`.execute(db);
+  return rows[0];
 }

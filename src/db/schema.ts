@@ -127,7 +127,7 @@ export interface EmailsTable {
 }
 
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
-export type CampaignCountKind = 'sent' | 'delivered' | 'opened' | 'clicked' | 'unsubscribed' | 'bounced' | 'hard_bounced' | 'complained';
+export type CountKind = 'sent' | 'delivered' | 'opened' | 'clicked' | 'unsubscribed' | 'bounced' | 'hard_bounced' | 'complained';
 
 export interface CampaignsTable {
   team_id: number;
@@ -163,15 +163,29 @@ export interface CampaignsTable {
   bounced: Generated<number>;
   hard_bounced: Generated<number>;
   complained: Generated<number>;
+  paused_reason: Optional<string>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
 
-export interface CampaignCountsTable {
+export interface EmailCountsTable {
   team_id: number;
   email_id: string;
-  kind: CampaignCountKind;
-  campaign_id: string;
+  kind: CountKind;
+}
+
+export interface DailyEmailCountsTable {
+  team_id: number;
+  domain_id: number;
+  day: ColumnType<string, string, string>;
+  sent: Generated<number>;
+  delivered: Generated<number>;
+  opened: Generated<number>;
+  clicked: Generated<number>;
+  unsubscribed: Generated<number>;
+  bounced: Generated<number>;
+  hard_bounced: Generated<number>;
+  complained: Generated<number>;
 }
 
 export interface EmailEventsTable {
@@ -181,6 +195,8 @@ export interface EmailEventsTable {
   status: EmailStatus;
   data: Json<Record<string, unknown> | null>;
   created_at: Timestamp;
+  /** Set on events from reports (DSN, ARF, tracking): the same report is applied once. */
+  dedupe_key: Optional<string>;
 }
 
 export interface SuppressionsTable {
@@ -210,5 +226,6 @@ export interface Database {
   suppressions: SuppressionsTable;
   idempotency_keys: IdempotencyKeysTable;
   campaigns: CampaignsTable;
-  campaign_counts: CampaignCountsTable;
+  email_counts: EmailCountsTable;
+  daily_email_counts: DailyEmailCountsTable;
 }

@@ -2,7 +2,9 @@ import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { escapeHtml } from '../campaigns/template.js';
 import type { AppDeps } from '../http/deps.js';
+import { recordClick, recordOpen } from '../services/feedback.js';
 import { confirmSubscription, unsubscribe } from '../services/recipients.js';
+import { isWebUrl, PAGE_PATHS } from './links.js';
 
 /** A plain page: these are read by people, not API clients, and must never leak more than this. */
 function page(c: Context, status: ContentfulStatusCode, title: string, body: string) {
@@ -17,6 +19,11 @@ function page(c: Context, status: ContentfulStatusCode, title: string, body: str
 const invalidLink = (c: Context) =>
   page(c, 400, 'This link is not valid', '<p>The link may be incomplete or changed. Use the link from the email as it was sent.</p>');
 
+const unknownLink = (c: Context) => page(c, 404, 'Not found', '<p>There is nothing at this address.</p>');
+
+// A transparent 1×1 GIF: the open-tracking pixel.
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
 /** A form that POSTs back to the same address: a GET (a mail scanner's) never changes anything. */
 const confirmForm = (c: Context, title: string, text: string, button: string) =>
   page(c, 200, title, `<p>${escapeHtml(text)}</p><form method="post"><button type="submit" style="font-size:1rem;padding:.6rem 1.2rem">${escapeHtml(button)}</button></form>`);
@@ -28,13 +35,35 @@ const confirmForm = (c: Context, title: string, text: string, button: string) =>
 export function recipientPages(deps: AppDeps) {
   const pages = new Hono();
 
-  pages.get('/unsubscribe/:token', (c) => {
+  /** Tracking must never stand between a reader and the page or image: a fault is logged, not shown. */
+  const track = async (c: Context, work: Promise<boolean>) =>
+    work.catch((error: unknown) => {
+      deps.log.error('recording a tracking event failed', { error, path: c.req.path });
+      return true;
+    });
+
+  pages.get(`${PAGE_PATHS.open}/:token`, async (c) => {
+    const token = deps.tokens.verify(c.req.param('token'), 'o');
+    if (!token || !(await track(c, recordOpen(deps, token.e, c.req.header('user-agent') ?? null)))) return unknownLink(c);
+    return c.body(PIXEL, 200, { 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, private', 'Referrer-Policy': 'no-referrer' });
+  });
+
+  // Only ever to the URL the token signs: the link as it was in the mail, never an open redirect.
+  pages.get(`${PAGE_PATHS.click}/:token`, async (c) => {
+    const token = deps.tokens.verify(c.req.param('token'), 'l');
+    if (!token || !isWebUrl(token.u) || !(await track(c, recordClick(deps, token.e, token.u, c.req.header('user-agent') ?? null)))) {
+      return unknownLink(c);
+    }
+    return c.redirect(token.u, 302);
+  });
+
+  pages.get(`${PAGE_PATHS.unsubscribe}/:token`, (c) => {
     if (!deps.tokens.verify(c.req.param('token'), 'u')) return invalidLink(c);
     return confirmForm(c, 'Unsubscribe', 'Do you want to stop receiving these emails?', 'Unsubscribe');
   });
 
   // Both the page's button and RFC 8058 one-click (List-Unsubscribe=One-Click) land here.
-  pages.post('/unsubscribe/:token', async (c) => {
+  pages.post(`${PAGE_PATHS.unsubscribe}/:token`, async (c) => {
     const token = deps.tokens.verify(c.req.param('token'), 'u');
     if (!token) return invalidLink(c);
     await unsubscribe(deps.db, token);
@@ -51,12 +80,12 @@ export function recipientPages(deps: AppDeps) {
     return { token };
   };
 
-  pages.get('/confirm/:token', (c) => {
+  pages.get(`${PAGE_PATHS.confirm}/:token`, (c) => {
     const { page: refused } = confirmation(c);
     return refused ?? confirmForm(c, 'Confirm your subscription', 'Please confirm that you want to receive these emails.', 'Confirm');
   });
 
-  pages.post('/confirm/:token', async (c) => {
+  pages.post(`${PAGE_PATHS.confirm}/:token`, async (c) => {
     const { page: refused, token } = confirmation(c);
     if (refused) return refused;
     const outcome = await confirmSubscription(deps.db, token!);

@@ -5,7 +5,10 @@ import path from 'node:path';
 /** What a recipient link carries: who it is for, and until when it holds (ms since the epoch). */
 export type UnsubscribePayload = { k: 'u'; t: number; m: string; e: string; b: string; c: string };
 export type ConfirmPayload = { k: 'c'; t: number; b: string; c: string; x: number };
-export type TokenPayload = UnsubscribePayload | ConfirmPayload;
+/** Tracking: the email opened, and a link of it clicked, with the one URL the click may lead to. */
+export type OpenPayload = { k: 'o'; e: string };
+export type ClickPayload = { k: 'l'; e: string; u: string };
+export type TokenPayload = UnsubscribePayload | ConfirmPayload | OpenPayload | ClickPayload;
 
 /**
  * Signs and checks the tokens of recipient links: base64url JSON, a dot, and its HMAC-SHA256 under

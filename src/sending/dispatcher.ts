@@ -3,66 +3,85 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connection.js';
 import * as emails from '../data/emails.js';
-import type { ClaimedEmail, Outcome } from '../data/emails.js';
+import type { ClaimedEmail, ClaimRelease } from '../data/emails.js';
+import { findSendingDomain } from '../data/domains.js';
 import { deleteExpiredIdempotencyKeys } from '../data/idempotency-keys.js';
 import { CampaignRenderer, type CampaignMail } from '../campaigns/render.js';
 import { escapeHtml } from '../campaigns/template.js';
-import { loadDkimSigner, type DkimSigner } from '../domains/dkim.js';
+import { DkimSigner } from '../domains/dkim.js';
 import { confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../feedback/links.js';
 import type { RecipientTokens } from '../feedback/tokens.js';
 import type { Logger } from '../log.js';
-import { addressOf, buildMessage, envelopeOf, outgoingEmail, returnPathAddress, type OutgoingEmail } from './message.js';
+import { applyEvents, type EventInput } from '../services/email-events.js';
+import { guardReputation } from '../services/reputation-guard.js';
+import { bounceAddress } from '../feedback/verp.js';
+import { addressOf, buildMessage, envelopeOf, outgoingEmail, type OutgoingEmail } from './message.js';
 import { nextAttempt } from './retry-policy.js';
+import { addTracking } from './tracking.js';
 import { createTransport, type DeliveryResult, type Transport } from './transports/index.js';
 
 export type DispatcherDeps = { db: Db; config: Config; log: Logger; tokens: RecipientTokens };
 export type Dispatcher = { stop(): Promise<void> };
 
-// A domain's key is read once per this long, so a deleted domain stops signing soon after.
-const SIGNER_TTL_MS = 5 * 60_000;
+// A domain's key and tracking settings are read once per this long: a change made through another
+// process (this one's are applied at once, see domainChanged) reaches the mail within it.
+const SENDING_DOMAIN_TTL_MS = 60_000;
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 // Outcomes are retried this often before the batch is left to its lease (and so may go out twice).
 const OUTCOME_WRITE_TRIES = 5;
 
 // The dispatcher of this process, per database, so an API call can have due mail claimed at once.
-const localDispatchers = new WeakMap<Db, () => void>();
+const localDispatchers = new WeakMap<Db, { wake(): void; forget(domainId: number): void }>();
 
 /** Has this process's dispatcher look for due mail now; other processes find it on their next poll. */
 export function wakeDispatcher(db: Db): void {
-  localDispatchers.get(db)?.();
+  localDispatchers.get(db)?.wake();
 }
 
-type SignerCache = Map<number, { signer: Promise<DkimSigner | null>; loadedAt: number }>;
+/** Has this process's dispatcher read the domain afresh (its key, its tracking settings) before its next email. */
+export function domainChanged(db: Db, domainId: number): void {
+  localDispatchers.get(db)?.forget(domainId);
+}
 
-function signerFor(db: Db, cache: SignerCache, email: ClaimedEmail): Promise<DkimSigner | null> {
+/** What sending needs of a domain, read once per SENDING_DOMAIN_TTL_MS. */
+type SendingDomain = { signer: DkimSigner; openTracking: boolean; clickTracking: boolean };
+type SendingDomainCache = Map<number, { domain: Promise<SendingDomain | null>; loadedAt: number }>;
+
+async function loadSendingDomain(db: Db, teamId: number, domainId: number): Promise<SendingDomain | null> {
+  const row = await findSendingDomain(db, teamId, domainId);
+  if (!row) return null;
+  return { signer: new DkimSigner(row.name, row.dkim_selector, row.dkim_private_key), openTracking: row.open_tracking, clickTracking: row.click_tracking };
+}
+
+function sendingDomainOf(db: Db, cache: SendingDomainCache, email: ClaimedEmail): Promise<SendingDomain | null> {
   if (email.domain_id === null) return Promise.resolve(null);
   const cached = cache.get(email.domain_id);
-  if (cached && Date.now() - cached.loadedAt < SIGNER_TTL_MS) return cached.signer;
-  const signer = loadDkimSigner(db, email.team_id, email.domain_id);
-  cache.set(email.domain_id, { signer, loadedAt: Date.now() });
-  signer.catch(() => cache.delete(email.domain_id!));
-  return signer;
+  if (cached && Date.now() - cached.loadedAt < SENDING_DOMAIN_TTL_MS) return cached.domain;
+  const domain = loadSendingDomain(db, email.team_id, email.domain_id);
+  cache.set(email.domain_id, { domain, loadedAt: Date.now() });
+  domain.catch(() => cache.delete(email.domain_id!));
+  return domain;
 }
 
+/** What one attempt did to an email: its events, and when to try again (null: nothing left to send). */
+export type Outcome = ClaimRelease & { events: Omit<EventInput, 'teamId' | 'emailId' | 'dedupeKey'>[] };
 
 /** The outcome of one attempt, from what the transport answered. */
 export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: string[], now: Date, config: Config): Outcome {
-  const base = { teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts + 1 };
+  const base = { teamId: email.team_id, id: email.id, attempts: email.attempts + 1 };
   const suppressedNote = skipped.length > 0 ? { suppressed: skipped } : {};
   if (result.kind === 'sent') {
     const bounced = result.rejected.filter((r) => r.code !== null && r.code >= 500);
-    const last = result.feedback.at(-1);
     return {
       ...base,
-      status: last?.status ?? 'SENT',
       sendAt: null,
       events: [
-        { status: 'SENT', data: { response: result.response, ...(result.rejected.length > 0 ? { rejected: result.rejected } : {}), ...suppressedNote } },
-        ...result.feedback.map((feedback) => ({ status: feedback.status, data: feedback.data })),
-      ],
-      suppress: [
-        ...bounced.map((r) => ({ address: r.address, reason: 'HARD_BOUNCE' as const })),
-        ...result.feedback.flatMap((f) => (f.suppress ? f.suppress.addresses.map((address) => ({ address, reason: f.suppress!.reason })) : [])),
+        {
+          status: 'SENT',
+          data: { response: result.response, ...(result.rejected.length > 0 ? { rejected: result.rejected } : {}), ...suppressedNote },
+          ...(bounced.length > 0 ? { suppress: { addresses: bounced.map((r) => r.address), reason: 'HARD_BOUNCE' as const } } : {}),
+        },
+        ...result.feedback,
       ],
     };
   }
@@ -72,39 +91,35 @@ export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: 
     const refused = result.rejected.length > 0 ? result.rejected.map((r) => r.address) : recipients.length === 1 ? recipients : [];
     return {
       ...base,
-      status: 'BOUNCED',
       sendAt: null,
-      events: [{ status: 'BOUNCED', data: { bounceType: 'Permanent', response: result.response, code: result.code, recipients: refused, ...suppressedNote } }],
-      suppress: refused.map((address) => ({ address, reason: 'HARD_BOUNCE' as const })),
+      events: [{
+        status: 'BOUNCED',
+        data: { bounceType: 'Permanent', response: result.response, code: result.code, recipients: refused, ...suppressedNote },
+        suppress: { addresses: refused, reason: 'HARD_BOUNCE' },
+      }],
     };
   }
   const retryAt = nextAttempt(email, base.attempts, now, config);
   if (retryAt === null) {
     return {
       ...base,
-      status: 'FAILED',
       sendAt: null,
       events: [{ status: 'FAILED', data: { reason: 'not delivered within the retry window', response: result.response, code: result.code, attempts: base.attempts } }],
-      suppress: [],
     };
   }
   return {
     ...base,
-    status: 'DELIVERY_DELAYED',
     sendAt: retryAt,
     events: [{ status: 'DELIVERY_DELAYED', data: { response: result.response, code: result.code, attempt: base.attempts, nextAttemptAt: retryAt.toISOString() } }],
-    suppress: [],
   };
 }
 
 const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED' | 'CANCELLED', data: Record<string, unknown>): Outcome => ({
-  teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts, status, sendAt: null, events: [{ status, data }], suppress: [],
+  teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [{ status, data }],
 });
 
 /** Back as it was, without a send time: the mail of a paused campaign waits for its resume. */
-const heldOutcome = (email: ClaimedEmail): Outcome => ({
-  teamId: email.team_id, id: email.id, campaignId: email.campaign_id, contactId: email.contact_id, attempts: email.attempts, status: email.status, sendAt: null, events: [], suppress: [],
-});
+const heldOutcome = (email: ClaimedEmail): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [] });
 
 /**
  * Claims due emails in batches under a lease, builds, signs and hands each to the transport, and
@@ -113,7 +128,7 @@ const heldOutcome = (email: ClaimedEmail): Outcome => ({
  */
 export function startDispatcher(deps: DispatcherDeps, transport: Transport = createTransport(deps.config)): Dispatcher {
   const { db, config, log } = deps;
-  const signers: SignerCache = new Map();
+  const sendingDomains: SendingDomainCache = new Map();
   const campaigns = new CampaignRenderer(db, config, deps.tokens);
   const inFlight = new Set<Promise<void>>();
   const totals = { claimed: 0, sent: 0, written: 0 };
@@ -134,15 +149,23 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     };
   };
 
+  /** The open pixel and tracked links the sending domain asks for; a confirmation email is never tracked. */
+  const withTracking = (message: OutgoingEmail, email: ClaimedEmail, domain: SendingDomain): OutgoingEmail => {
+    if (message.html === null || (!domain.openTracking && !domain.clickTracking) || email.contact_book_id !== null) return message;
+    const options = { open: domain.openTracking, click: domain.clickTracking, publicUrl: config.publicUrl, tokens: deps.tokens, emailId: email.id };
+    return { ...message, html: addTracking(message.html, options) };
+  };
+
   const send = async (email: ClaimedEmail, campaignMail: CampaignMail | undefined, suppressed: Set<string>, now: Date, leaseUntil: Date): Promise<Outcome | null> => {
     if (campaignMail?.kind === 'hold') return heldOutcome(email);
     if (campaignMail?.kind === 'cancel') return finalOutcome(email, 'CANCELLED', { reason: campaignMail.reason });
-    const signer = await signerFor(db, signers, email);
+    const domain = await sendingDomainOf(db, sendingDomains, email);
     // A claim about to run out may already be another dispatcher's: leave the email to it.
     if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
-    if (!signer) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
-    const message = campaignMail?.message ?? withConfirmationLink(outgoingEmail(email), email);
-    const all = envelopeOf(message, returnPathAddress(email.id, signer.domain, config.returnPathSubdomain));
+    if (!domain) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
+    const { signer } = domain;
+    const message = withTracking(campaignMail?.message ?? withConfirmationLink(outgoingEmail(email), email), email, domain);
+    const all = envelopeOf(message, bounceAddress(email.id, signer.domain, config.returnPathSubdomain));
     const skipped = all.to.filter((address) => suppressed.has(emails.suppressionKey(email.team_id, address.toLowerCase())));
     const envelope = { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) };
     if (envelope.to.length === 0) return finalOutcome(email, 'SUPPRESSED', { recipients: skipped, reason: 'every recipient is on the suppression list' });
@@ -152,10 +175,23 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     return outcomeOf(email, result, skipped, new Date(), config);
   };
 
+  /**
+   * One transaction per batch: the rows whose claim still holds get their next attempt and their
+   * events; a lost claim's events are its new claimant's to write.
+   */
   const writeOutcomes = async (token: string, outcomes: Outcome[]) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        totals.written += await emails.recordOutcomes(db, token, outcomes, new Date());
+        const now = new Date();
+        const { written, counted } = await db.transaction().execute(async (tx) => {
+          const written = await emails.releaseClaims(tx, token, outcomes, now);
+          const events = outcomes
+            .filter((outcome) => written.has(outcome.id))
+            .flatMap((outcome) => outcome.events.map((event) => ({ ...event, teamId: outcome.teamId, emailId: outcome.id, dedupeKey: null })));
+          return { written, counted: await applyEvents(tx, events, now) };
+        });
+        totals.written += written.size;
+        await guardReputation(deps, counted);
         return;
       } catch (error) {
         if (attempt >= OUTCOME_WRITE_TRIES || stopped) throw error;
@@ -232,7 +268,7 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     })();
   }
 
-  localDispatchers.set(db, pump);
+  localDispatchers.set(db, { wake: pump, forget: (domainId) => sendingDomains.delete(domainId) });
   pump();
 
   return {

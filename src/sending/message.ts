@@ -38,13 +38,6 @@ export const isOwnHeader = (name: string) => {
   return OWN_HEADERS.includes(lower) || OWN_HEADER_PREFIXES.some((prefix) => lower.startsWith(prefix));
 };
 
-/**
- * The VERP return path: bounces come back to an address that names the email, on the domain's
- * return-path subdomain (whose MX points at Mailroom's inbound listener).
- */
-export const returnPathAddress = (emailId: string, domainName: string, returnPathSubdomain: string) =>
-  `bounces+${emailId}@${returnPathSubdomain}.${domainName}`;
-
 /** The bare address of a mailbox as stored (`Name <a@b>` or `a@b`), its domain in ASCII. */
 export function addressOf(mailbox: string): string {
   const address = parseMailbox(mailbox)?.address ?? mailbox;

@@ -50,6 +50,7 @@ export function toCampaign(row: CampaignRow) {
     html: row.html,
     content: row.content,
     status: row.status,
+    pausedReason: row.paused_reason,
     scheduledAt: row.scheduled_at?.toISOString() ?? null,
     batchSize: row.batch_size,
     batchWindowMinutes: row.batch_window_minutes,
@@ -203,6 +204,7 @@ export async function scheduleCampaign(deps: CampaignDeps, teamId: number, id: s
       scheduled_at: scheduledAt,
       batch_size: input.batchSize ?? row.batch_size,
       next_release_at: row.released_all ? null : scheduledAt,
+      paused_reason: null,
       updated_at: at,
     });
     if (row.status === 'PAUSED') await campaigns.releaseHeldEmails(tx, teamId, id, scheduledAt);
@@ -214,7 +216,7 @@ export async function scheduleCampaign(deps: CampaignDeps, teamId: number, id: s
 export async function pauseCampaign(deps: CampaignDeps, teamId: number, id: string) {
   const paused = await move(deps, teamId, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
     if (row.status === 'PAUSED') return false;
-    await campaigns.updateCampaign(tx, teamId, id, { status: 'PAUSED', next_release_at: null, updated_at: now });
+    await campaigns.updateCampaign(tx, teamId, id, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
     await campaigns.holdCampaignEmails(tx, teamId, id, now);
     return true;
   });
@@ -228,6 +230,7 @@ export async function resumeCampaign(deps: CampaignDeps, teamId: number, id: str
     await campaigns.updateCampaign(tx, teamId, id, {
       status: row.started_at ? 'RUNNING' : 'SCHEDULED',
       next_release_at: row.released_all ? null : due,
+      paused_reason: null,
       updated_at: now,
     });
     await campaigns.releaseHeldEmails(tx, teamId, id, due);

@@ -7,6 +7,7 @@ import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
 import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
 import { checkDomainNow } from '../domains/worker.js';
 import { asciiHostname } from '../email-address.js';
+import { domainChanged } from '../sending/dispatcher.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { validationError } from '../validation.js';
 
@@ -143,18 +144,21 @@ export async function updateDomain(
 ) {
   const row = await domains.updateTracking(deps.db, caller.teamId, domainIdFor(caller, rawId), input);
   if (!row) throw notFound('Domain');
+  domainChanged(deps.db, row.id);
   return toDomain(row, deps.config);
 }
 
 export async function deleteDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
   const id = domainIdFor(caller, rawId);
-  return deps.db.transaction().execute(async (tx) => {
+  const deleted = await deps.db.transaction().execute(async (tx) => {
     const row = await domains.findDomain(tx, caller.teamId, id, true);
     if (!row) throw notFound('Domain');
     const keys = await domains.deleteDomain(tx, caller.teamId, id);
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
     return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
   });
+  domainChanged(deps.db, id);
+  return deleted;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Db } from '../db/connection.js';
 import { confirmContact } from '../data/contacts.js';
-import { countCampaignEvents } from '../data/emails.js';
+import { countOnce } from '../data/email-events.js';
 import { unsubscribeContact } from '../data/recipients.js';
 import type { ConfirmPayload, UnsubscribePayload } from '../feedback/tokens.js';
 
@@ -12,7 +12,7 @@ export async function unsubscribe(db: Db, token: UnsubscribePayload): Promise<bo
   const now = new Date();
   return db.transaction().execute(async (tx) => {
     const found = await unsubscribeContact(tx, { teamId: token.t, bookId: token.b, contactId: token.c }, now);
-    if (found) await countCampaignEvents(tx, [{ team_id: token.t, email_id: token.e, kind: 'unsubscribed', campaign_id: token.m }], now);
+    if (found) await countOnce(tx, [{ teamId: token.t, emailId: token.e, kind: 'unsubscribed' }], now);
     return found;
   });
 }

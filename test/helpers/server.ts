@@ -21,14 +21,18 @@ export type TestServer = RunningServer & {
 export type CallOptions = { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> };
 export type CallResult = { status: number; headers: Headers; body: any };
 
-/** Starts the real server on a loopback port with a fresh database of this run's kind. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * Starts the real server on a loopback port with a fresh database of this run's kind; with
+ * `inbound`, its bounce and feedback listener too, on a free loopback port (`inboundPort`).
+ */
+export async function startTestServer(env: Record<string, string> = {}, options: { inbound?: boolean } = {}): Promise<TestServer> {
   const database = await createTestDatabase();
   // Its own data directory: the capture transport writes the outbox there.
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
   const config: Config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', DATA_DIR: dataDir, ...env,
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', ...env,
   });
+  if (options.inbound) config.inboundSmtpPort = 0;
   const server = await startServer(config, { database: database.source, log: createLogger(config.logLevel) });
   const { db } = server.deps;
   return {

@@ -90,7 +90,9 @@ export function smtpTransport(options: SmtpOptions): Transport {
       try {
         const info = await transporter.sendMail({ envelope, raw: message });
         const rejected = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []).map(rejectionOf);
-        return { kind: 'sent', response: info.response, rejected, feedback: [] };
+        // The receiving server took responsibility for the message: that is what DELIVERED means
+        // here. A relay that later fails to pass it on reports back with a DSN (the inbound listener).
+        return { kind: 'sent', response: info.response, rejected, feedback: [{ status: 'DELIVERED', data: { response: info.response } }] };
       } catch (error) {
         return classifySmtpError(error as SmtpError);
       }

@@ -1,0 +1,115 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { Logger } from '../log.js';
+import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from '../services/feedback.js';
+import { parseReport, type Report } from './reports.js';
+import { parseVerp, type VerpAddress } from './verp.js';
+
+export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & { inboundSmtpMaxBytes: number } };
+export type InboundListener = { port: number; close(): Promise<void> };
+
+// A report names one message; more of our addresses than this in one transaction is not feedback.
+const MAX_RECIPIENTS = 10;
+const MAX_CLIENTS = 100;
+const SOCKET_TIMEOUT_MS = 60_000;
+
+const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
+
+/** The message, or null once it went over the size limit (the rest is read and thrown away). */
+function readMessage(stream: SMTPServerDataStream): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => {
+      if (!stream.sizeExceeded) chunks.push(chunk);
+    });
+    stream.once('error', reject);
+    stream.once('end', () => resolve(stream.sizeExceeded ? null : Buffer.concat(chunks)));
+  });
+}
+
+/**
+ * The listener the return-path hosts' MX records point at. Recipients are checked at RCPT (only
+ * Mailroom's VERP and feedback-loop addresses of known emails and domains); a DSN or ARF report
+ * becomes events through the one event function, a message to a List-Unsubscribe address
+ * unsubscribes. Mail that cannot be read or attributed is logged and dropped: refusing it after
+ * DATA would only make the sender bounce the bounce. A database fault answers 451, so the sender
+ * tries again later.
+ */
+export async function startInboundSmtp(deps: InboundDeps, options: { host: string; port: number }): Promise<InboundListener> {
+  const { log } = deps;
+
+  const handle = async (raw: Buffer, session: SMTPServerSession) => {
+    const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const targets = session.envelope.rcptTo.map((rcpt) => parseVerp(rcpt.address)).filter((to): to is VerpAddress => to !== null);
+    let report: Report | null | undefined;
+    for (const to of targets) {
+      if (to.kind === 'unsubscribe') {
+        const done = await unsubscribeByMail(deps, to);
+        log.info(done ? 'unsubscribed by mail' : 'unsubscribe mail dropped: not a campaign email', { emailId: to.emailId, from });
+        continue;
+      }
+      if (report === undefined) {
+        report = await parseReport(raw).catch((error: unknown) => {
+          log.warn('inbound mail could not be parsed', { error, from, bytes: raw.length });
+          return null;
+        });
+      }
+      if (!report) {
+        log.warn('inbound mail dropped: not a delivery status notification or feedback report', { from, to: to.host, bytes: raw.length });
+        continue;
+      }
+      const applied = await applyReport(deps, to, report);
+      if (applied) log.info('feedback report applied', { kind: report.kind, ...applied });
+      else log.warn('feedback report dropped: it names no email sent from this domain', { kind: report.kind, from, to: to.host, original: report.original });
+    }
+  };
+
+  const server = new SMTPServer({
+    banner: 'Mailroom feedback receiver',
+    name: options.host,
+    // Bounces arrive unauthenticated and, on a private host, in the clear.
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    authOptional: true,
+    logger: false,
+    size: deps.config.inboundSmtpMaxBytes,
+    rejectOversized: true,
+    maxRecipients: MAX_RECIPIENTS,
+    maxClients: MAX_CLIENTS,
+    socketTimeout: SOCKET_TIMEOUT_MS,
+    closeTimeout: 5_000,
+    onRcptTo(address, _session, callback) {
+      resolveInboundRecipient(deps, address.address).then(
+        (to) => callback(to ? undefined : smtpError(550, '5.1.1 No such recipient here')),
+        (error: unknown) => {
+          log.error('checking an inbound recipient failed', { error });
+          callback(smtpError(451, '4.3.0 Temporary failure, try again later'));
+        },
+      );
+    },
+    onData(stream, session, callback) {
+      readMessage(stream)
+        .then(async (raw) => {
+          if (raw === null) {
+            log.warn('inbound mail refused: over the size limit', { limit: deps.config.inboundSmtpMaxBytes });
+            return callback(smtpError(552, '5.3.4 Message too big'));
+          }
+          await handle(raw, session);
+          callback();
+        })
+        .catch((error: unknown) => {
+          log.error('handling inbound mail failed; the sender will try again', { error });
+          callback(smtpError(451, '4.3.0 Temporary failure, try again later'));
+        });
+    },
+  });
+  // A client that drops its connection or talks nonsense is its own problem, never the listener's.
+  server.on('error', (error) => log.debug('inbound SMTP connection error', { error }));
+
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.server.address() as AddressInfo;
+  log.info('inbound SMTP listening', { host: options.host, port });
+  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}

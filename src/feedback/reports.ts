@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import PostalMime from 'postal-mime';
+
+/**
+ * Reads the machine part of the reports receivers send back: RFC 3464 delivery status
+ * notifications and RFC 5965 (ARF) feedback reports, each a multipart/report. postal-mime keeps
+ * the report parts apart as attachments (mailparser folds message/delivery-status into the text).
+ */
+
+export type DsnRecipient = {
+  recipient: string;
+  /** failed, delayed, delivered, relayed or expanded. */
+  action: string;
+  /** The enhanced status code (RFC 3463), e.g. 5.1.1; null when the report gives none. */
+  status: string | null;
+  diagnostic: string | null;
+  remoteMta: string | null;
+};
+
+/** What the report quotes of the message it is about: how it is attributed. */
+export type OriginalMessage = { messageId: string | null; returnPath: string | null };
+
+export type Report =
+  | { kind: 'dsn'; reportingMta: string | null; recipients: DsnRecipient[]; original: OriginalMessage; fingerprint: string }
+  | {
+      kind: 'arf';
+      feedbackType: string;
+      /** Often redacted by the provider; then the email's own recipient is the complainant. */
+      recipients: string[];
+      userAgent: string | null;
+      sourceIp: string | null;
+      arrivalDate: string | null;
+      original: OriginalMessage;
+      fingerprint: string;
+    };
+
+type Fields = Map<string, string[]>;
+
+/** Header-style fields ("Name: value", folded lines joined), in groups separated by blank lines. */
+function fieldGroups(text: string): Fields[] {
+  const groups: Fields[] = [];
+  let current: Fields | null = null;
+  let last: { name: string; values: string[] } | null = null;
+  for (const line of text.split(/\r?\n/)) {
+    if (line.trim() === '') {
+      current = null;
+      last = null;
+      continue;
+    }
+    if (/^[ \t]/.test(line) && last) {
+      last.values[last.values.length - 1] += ` ${line.trim()}`;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    if (!current) groups.push((current = new Map()));
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const values = current.get(name) ?? [];
+    values.push(line.slice(colon + 1).trim());
+    current.set(name, values);
+    last = { name, values };
+  }
+  return groups;
+}
+
+const first = (fields: Fields | undefined, name: string) => fields?.get(name)?.[0] ?? null;
+
+/** `rfc822; user@example.com` (and `<user@example.com>`) to the bare address. */
+function addressField(value: string | null): string | null {
+  if (!value) return null;
+  const address = (value.includes(';') ? value.slice(value.indexOf(';') + 1) : value).trim().replace(/^<|>$/g, '');
+  return address.includes('@') ? address : null;
+}
+
+/** The header block of a quoted message (a message/rfc822 part, or just its headers). */
+function originalOf(text: string | null): OriginalMessage {
+  if (!text) return { messageId: null, returnPath: null };
+  const headerBlock = text.split(/\r?\n\r?\n/, 1)[0] ?? '';
+  const [fields] = fieldGroups(headerBlock);
+  const angle = (value: string | null) => value?.match(/<([^<>]+)>/)?.[1] ?? value?.trim() ?? null;
+  return { messageId: angle(first(fields, 'message-id')), returnPath: angle(first(fields, 'return-path')) };
+}
+
+const fingerprint = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32);
+const STATUS_CODE = /\b([245])\.(\d{1,3})\.(\d{1,3})\b/;
+
+function parseDsn(status: string, original: string | null): Report | null {
+  const [perMessage, ...perRecipient] = fieldGroups(status);
+  const recipients = perRecipient.flatMap((fields): DsnRecipient[] => {
+    const recipient = addressField(first(fields, 'final-recipient')) ?? addressField(first(fields, 'original-recipient'));
+    const action = first(fields, 'action')?.toLowerCase().split(/\s/)[0];
+    if (!recipient || !action) return [];
+    return [{
+      recipient,
+      action,
+      status: STATUS_CODE.exec(first(fields, 'status') ?? '')?.[0] ?? null,
+      diagnostic: first(fields, 'diagnostic-code'),
+      remoteMta: first(fields, 'remote-mta')?.replace(/^[^;]*;\s*/, '') ?? null,
+    }];
+  });
+  if (recipients.length === 0) return null;
+  return {
+    kind: 'dsn',
+    reportingMta: first(perMessage, 'reporting-mta')?.replace(/^[^;]*;\s*/, '') ?? null,
+    recipients,
+    original: originalOf(original),
+    fingerprint: fingerprint(status.replace(/\r\n/g, '\n').trim()),
+  };
+}
+
+function parseArf(report: string, original: string | null): Report | null {
+  const fields = fieldGroups(report)[0];
+  const feedbackType = first(fields, 'feedback-type')?.toLowerCase();
+  if (!feedbackType) return null;
+  return {
+    kind: 'arf',
+    feedbackType,
+    recipients: (fields!.get('original-rcpt-to') ?? []).map(addressField).filter((address): address is string => address !== null),
+    userAgent: first(fields, 'user-agent'),
+    sourceIp: first(fields, 'source-ip'),
+    arrivalDate: first(fields, 'arrival-date') ?? first(fields, 'received-date'),
+    original: originalOf(original),
+    fingerprint: fingerprint(report.replace(/\r\n/g, '\n').trim(), original ?? ''),
+  };
+}
+
+const asText = (content: string | ArrayBuffer | Uint8Array) =>
+  typeof content === 'string' ? content : Buffer.from(content instanceof ArrayBuffer ? new Uint8Array(content) : content).toString('utf8');
+
+/** The report a message carries, or null when it is no DSN or ARF report this can read. */
+export async function parseReport(raw: Buffer): Promise<Report | null> {
+  const email = await PostalMime.parse(raw, { attachmentEncoding: 'utf8', forceRfc822Attachments: true });
+  const parts = email.attachments.map((part) => ({ type: part.mimeType.toLowerCase(), text: asText(part.content) }));
+  const find = (...types: string[]) => parts.find((part) => types.includes(part.type))?.text ?? null;
+  const original = find('message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers');
+  const status = find('message/delivery-status', 'message/global-delivery-status');
+  if (status !== null) return parseDsn(status, original);
+  const feedback = find('message/feedback-report');
+  if (feedback !== null) return parseArf(feedback, original);
+  return null;
+}

@@ -1,0 +1,54 @@
+import type { Db } from '../db/connection.js';
+import { findDomainById } from '../data/domains.js';
+import { countsByDay, type DayCounts, type StatsScope } from '../data/email-stats.js';
+import { ApiError, notFound } from '../errors.js';
+
+/** Who asks: a team, through a key that may be scoped to one of its domains. */
+export type AnalyticsCaller = { teamId: number; domainId: number | null };
+
+const DAY_MS = 86_400_000;
+
+/** The team's mail, or one domain's: a key scoped to a domain sees that one only. */
+async function scopeOf(db: Db, caller: AnalyticsCaller, domainId: number | undefined): Promise<StatsScope> {
+  if (domainId === undefined) return { teamId: caller.teamId, domainId: caller.domainId };
+  if (caller.domainId !== null && caller.domainId !== domainId) {
+    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot see metrics of domain ${domainId}`);
+  }
+  if (!(await findDomainById(db, caller.teamId, domainId))) throw notFound('Domain');
+  return { teamId: caller.teamId, domainId };
+}
+
+/** The UTC date `days - 1` days before today: a window of `days` days that ends today. */
+const windowStart = (days: number, now: Date) => new Date(now.getTime() - (days - 1) * DAY_MS).toISOString().slice(0, 10);
+
+const rate = (part: number, whole: number) => (whole === 0 ? 0 : (part / whole) * 100);
+
+/** Delivered, hard-bounced and complained, and the two rates in percent of delivered, over `days` days or all time. */
+export async function reputationMetrics(db: Db, caller: AnalyticsCaller, query: { domainId?: number; days?: number }) {
+  const scope = await scopeOf(db, caller, query.domainId);
+  const rows = await countsByDay(db, scope, query.days === undefined ? null : windowStart(query.days, new Date()));
+  const delivered = rows.reduce((sum, row) => sum + row.delivered, 0);
+  const hardBounced = rows.reduce((sum, row) => sum + row.hardBounced, 0);
+  const complained = rows.reduce((sum, row) => sum + row.complained, 0);
+  return { delivered, hardBounced, complained, bounceRate: rate(hardBounced, delivered), complaintRate: rate(complained, delivered) };
+}
+
+const SERIES_KINDS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
+type SeriesCounts = Record<(typeof SERIES_KINDS)[number], number>;
+
+const pick = (row: DayCounts | undefined): SeriesCounts =>
+  Object.fromEntries(SERIES_KINDS.map((kind) => [kind, row?.[kind] ?? 0])) as SeriesCounts;
+
+/** Counts per UTC day for the last `days` days, oldest first, every day present (zero when nothing happened). */
+export async function emailTimeSeries(db: Db, caller: AnalyticsCaller, query: { days: number; domainId?: number }) {
+  const scope = await scopeOf(db, caller, query.domainId);
+  const now = new Date();
+  const since = windowStart(query.days, now);
+  const byDay = new Map((await countsByDay(db, scope, since)).map((row) => [row.day, row]));
+  const result = Array.from({ length: query.days }, (_, i) => {
+    const date = new Date(Date.parse(since) + i * DAY_MS).toISOString().slice(0, 10);
+    return { date, ...pick(byDay.get(date)) };
+  });
+  const totalCounts = Object.fromEntries(SERIES_KINDS.map((kind) => [kind, result.reduce((sum, day) => sum + day[kind], 0)])) as SeriesCounts;
+  return { result, totalCounts };
+}

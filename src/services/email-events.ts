@@ -1,0 +1,45 @@
+import type { Db } from '../db/connection.js';
+import type { SuppressionReason } from '../db/schema.js';
+import { addSuppressions, appendEvents, countKinds, countOnce, unsubscribeRecipients, type Counted, type NewEvent } from '../data/email-events.js';
+import { guardReputation, type GuardDeps } from './reputation-guard.js';
+
+export type EventInput = NewEvent & {
+  /** Addresses the event shows undeliverable or unwilling: they go on the team's suppression list. */
+  suppress?: { addresses: string[]; reason: SuppressionReason };
+};
+
+/**
+ * The one way an event reaches an email, whatever its source (the dispatcher, a DSN or ARF report,
+ * a tracking hit): appends it (once per dedupe key), moves the email's status by precedence,
+ * counts each email once per kind on its campaign and its domain's day, suppresses the addresses it
+ * names, and takes a campaign recipient who bounced hard or complained out of the book's mailing.
+ * Runs in the caller's transaction; answers what was newly counted.
+ */
+export async function applyEvents(tx: Db, events: EventInput[], now: Date): Promise<Counted[]> {
+  const appended = await appendEvents(tx, events, now);
+  await addSuppressions(
+    tx,
+    events.flatMap((event) =>
+      (event.suppress?.addresses ?? []).map((email) => ({ teamId: event.teamId, email, reason: event.suppress!.reason, sourceEmailId: event.emailId })),
+    ),
+    now,
+  );
+  const counted = await countOnce(tx, appended.flatMap((event) => countKinds(event).map((kind) => ({ teamId: event.teamId, emailId: event.emailId, kind }))), now);
+  await unsubscribeRecipients(
+    tx,
+    counted.flatMap((c) =>
+      (c.kind === 'hard_bounced' || c.kind === 'complained') && c.campaignId !== null && c.contactId !== null
+        ? [{ teamId: c.teamId, campaignId: c.campaignId, contactId: c.contactId, reason: c.kind === 'complained' ? ('COMPLAINED' as const) : ('BOUNCED' as const) }]
+        : [],
+    ),
+    now,
+  );
+  return counted;
+}
+
+/** Applies events in a transaction of their own, then has the reputation guard look at what they counted. */
+export async function recordEvents(deps: GuardDeps, events: EventInput[]): Promise<Counted[]> {
+  const counted = await deps.db.transaction().execute((tx) => applyEvents(tx, events, new Date()));
+  await guardReputation(deps, counted);
+  return counted;
+}
