@@ -8,6 +8,7 @@ import type { TestDnsServer } from './helpers/dns-server.js';
 import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import type { TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import { waitFor } from './helpers/wait.js';
 
 let dns: TestDnsServer;
 let server: TestServer;
@@ -53,16 +54,6 @@ const campaignBody = (contactBookId: string, extra: Record<string, unknown> = {}
   name: 'Launch', from, subject: 'Hi {{firstName,fallback=friend}}', contactBookId,
   html: `<p>Hello {{firstName,fallback=friend}}, you are on {{plan}}.</p>${UNSUBSCRIBE}`, ...extra,
 });
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: never happened; last seen ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 const campaign = (id: string) => ok('GET', `/v1/campaigns/${id}`);
 const receivedFor = (bookTag: RegExp) => sink.received.filter((m) => m.rcptTo.some((to) => bookTag.test(to)));

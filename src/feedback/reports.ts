@@ -112,6 +112,7 @@ function parseArf(report: string, original: string | null): Report | null {
   const fields = fieldGroups(report)[0];
   const feedbackType = first(fields, 'feedback-type')?.toLowerCase();
   if (!feedbackType) return null;
+  const quoted = originalOf(original);
   return {
     kind: 'arf',
     feedbackType,
@@ -119,7 +120,8 @@ function parseArf(report: string, original: string | null): Report | null {
     userAgent: first(fields, 'user-agent'),
     sourceIp: first(fields, 'source-ip'),
     arrivalDate: first(fields, 'arrival-date') ?? first(fields, 'received-date'),
-    original: originalOf(original),
+    // The envelope sender the report names stands in for a Return-Path the quoted original lacks.
+    original: { ...quoted, returnPath: quoted.returnPath ?? addressField(first(fields, 'original-mail-from')) },
     fingerprint: fingerprint(report.replace(/\r\n/g, '\n').trim(), original ?? ''),
   };
 }

@@ -21,7 +21,8 @@ async function scopeOf(db: Db, caller: AnalyticsCaller, domainId: number | undef
 /** The UTC date `days - 1` days before today: a window of `days` days that ends today. */
 const windowStart = (days: number, now: Date) => new Date(now.getTime() - (days - 1) * DAY_MS).toISOString().slice(0, 10);
 
-const rate = (part: number, whole: number) => (whole === 0 ? 0 : (part / whole) * 100);
+/** `part` as a percentage of `whole`; 0 of nothing. */
+export const percentOf = (part: number, whole: number) => (whole === 0 ? 0 : (part * 100) / whole);
 
 /** Delivered, hard-bounced and complained, and the two rates in percent of delivered, over `days` days or all time. */
 export async function reputationMetrics(db: Db, caller: AnalyticsCaller, query: { domainId?: number; days?: number }) {
@@ -30,7 +31,7 @@ export async function reputationMetrics(db: Db, caller: AnalyticsCaller, query: 
   const delivered = rows.reduce((sum, row) => sum + row.delivered, 0);
   const hardBounced = rows.reduce((sum, row) => sum + row.hardBounced, 0);
   const complained = rows.reduce((sum, row) => sum + row.complained, 0);
-  return { delivered, hardBounced, complained, bounceRate: rate(hardBounced, delivered), complaintRate: rate(complained, delivered) };
+  return { delivered, hardBounced, complained, bounceRate: percentOf(hardBounced, delivered), complaintRate: percentOf(complained, delivered) };
 }
 
 const SERIES_KINDS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;

@@ -4,6 +4,7 @@ import { pauseCampaignsOfDomain } from '../data/campaigns.js';
 import type { Counted } from '../data/email-events.js';
 import { recentWindow } from '../data/email-stats.js';
 import type { Logger } from '../log.js';
+import { percentOf } from './analytics.js';
 
 export type GuardDeps = {
   db: Db;
@@ -11,7 +12,6 @@ export type GuardDeps = {
   log: Logger;
 };
 
-const percent = (part: number, whole: number) => (whole === 0 ? 0 : (part / whole) * 100);
 const shown = (rate: number) => `${Number(rate.toFixed(2))}%`;
 
 /** Why the domain's campaigns should stop, or null while its recent mail is within the limits. */
@@ -19,8 +19,8 @@ export async function reputationBreach(deps: GuardDeps, teamId: number, domainId
   const { config } = deps;
   const window = await recentWindow(deps.db, teamId, domainId, config.reputationMinDelivered);
   if (!window) return null;
-  const bounceRate = percent(window.hardBounced, window.delivered);
-  const complaintRate = percent(window.complained, window.delivered);
+  const bounceRate = percentOf(window.hardBounced, window.delivered);
+  const complaintRate = percentOf(window.complained, window.delivered);
   const over = [
     ...(bounceRate > config.reputationMaxBounceRate ? [`hard-bounce rate ${shown(bounceRate)} (limit ${config.reputationMaxBounceRate}%)`] : []),
     ...(complaintRate > config.reputationMaxComplaintRate ? [`complaint rate ${shown(complaintRate)} (limit ${config.reputationMaxComplaintRate}%)`] : []),

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createApiKey } from '../../src/services/api-keys.js';
 import { createTeam } from '../../src/services/teams.js';
@@ -25,7 +25,7 @@ export type CallResult = { status: number; headers: Headers; body: any };
  * Starts the real server on a loopback port with a fresh database of this run's kind; with
  * `inbound`, its bounce and feedback listener too, on a free loopback port (`inboundPort`).
  */
-export async function startTestServer(env: Record<string, string> = {}, options: { inbound?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, options: { inbound?: boolean; log?: Logger } = {}): Promise<TestServer> {
   const database = await createTestDatabase();
   // Its own data directory: the capture transport writes the outbox there.
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
@@ -33,7 +33,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', ...env,
   });
   if (options.inbound) config.inboundSmtpPort = 0;
-  const server = await startServer(config, { database: database.source, log: createLogger(config.logLevel) });
+  const server = await startServer(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
   const { db } = server.deps;
   return {
     ...server,
