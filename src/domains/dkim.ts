@@ -50,14 +50,24 @@ export class DkimSigner {
     this.key = createPrivateKey(privateKeyPem);
   }
 
-  /** The message with its DKIM-Signature header field on top. */
-  sign(message: string | Buffer, now = new Date()): Buffer {
+  /**
+   * The message with its DKIM-Signature header field on top. The RSA signature, most of the cost
+   * of sending a message, is computed on libuv's thread pool, off the event loop and on every core.
+   */
+  async sign(message: string | Buffer, now = new Date()): Promise<Buffer> {
     const bytes = Buffer.isBuffer(message) ? message : Buffer.from(message);
     // latin1 maps each byte to one character and back, so hashing sees the bytes that go on the wire.
-    return Buffer.concat([Buffer.from(this.signatureField(bytes.toString('latin1'), now), 'latin1'), bytes]);
+    const { unsigned, data } = this.signedData(bytes.toString('latin1'), now);
+    const signature = await new Promise<Buffer>((resolve, reject) =>
+      sign('sha256', data, this.key, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+    // Folding at the tag separators leaves the relaxed form, and so the signature, unchanged.
+    const field = `${unsigned.replaceAll('; ', ';\r\n\t')}${signature.toString('base64')}\r\n`;
+    return Buffer.concat([Buffer.from(field, 'latin1'), bytes]);
   }
 
-  private signatureField(message: string, now: Date): string {
+  /** The signature field without its `b=` value, and the bytes that value signs. */
+  private signedData(message: string, now: Date): { unsigned: string; data: Buffer } {
     const crlf = message.replace(/\r?\n/g, '\r\n');
     const split = crlf.indexOf('\r\n\r\n');
     const headerBlock = split === -1 ? crlf : crlf.slice(0, split + 2);
@@ -80,9 +90,7 @@ export class DkimSigner {
     ];
     const unsigned = `DKIM-Signature: ${tags.join('; ')}`;
     const data = signed.map((field) => `${relaxedHeader(field.raw)}\r\n`).join('') + relaxedHeader(unsigned);
-    const signature = sign('sha256', Buffer.from(data, 'latin1'), this.key).toString('base64');
-    // Folding at the tag separators leaves the relaxed form, and so the signature, unchanged.
-    return `${unsigned.replaceAll('; ', ';\r\n\t')}${signature}\r\n`;
+    return { unsigned, data: Buffer.from(data, 'latin1') };
   }
 }
 

@@ -169,7 +169,7 @@ export function startDispatcher(deps: DispatcherDeps, transport: Transport = cre
     const skipped = all.to.filter((address) => suppressed.has(emails.suppressionKey(email.team_id, address.toLowerCase())));
     const envelope = { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) };
     if (envelope.to.length === 0) return finalOutcome(email, 'SUPPRESSED', { recipients: skipped, reason: 'every recipient is on the suppression list' });
-    const signed = signer.sign(buildMessage(message, now), now);
+    const signed = await signer.sign(buildMessage(message, now), now);
     const result = await transport.send(email.id, signed, envelope);
     if (result.kind === 'sent') totals.sent++;
     return outcomeOf(email, result, skipped, new Date(), config);
