@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { CountKind, EmailStatus, SuppressionReason } from '../db/schema.js';
+import { COUNT_KINDS, type CountKind, type EmailStatus, type SuppressionReason } from '../db/schema.js';
 
 /**
  * Which status an email shows when several events have happened to it: an event moves the status
@@ -28,8 +28,6 @@ export const STATUS_PRECEDENCE: Record<EmailStatus, number> = {
 
 const rank = (column: RawBuilder<unknown>) =>
   sql`(CASE ${column} ${sql.join(Object.entries(STATUS_PRECEDENCE).map(([status, n]) => sql`WHEN ${sql.lit(status)} THEN ${sql.lit(n)}`), sql` `)} END)`;
-
-export const COUNT_KINDS: CountKind[] = ['sent', 'delivered', 'opened', 'clicked', 'unsubscribed', 'bounced', 'hard_bounced', 'complained'];
 
 /** The counters an event bumps, once per email and kind. */
 export function countKinds(event: { status: EmailStatus; data: Record<string, unknown> | null }): CountKind[] {

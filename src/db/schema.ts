@@ -127,9 +127,12 @@ export interface EmailsTable {
 }
 
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
-export type CountKind = 'sent' | 'delivered' | 'opened' | 'clicked' | 'unsubscribed' | 'bounced' | 'hard_bounced' | 'complained';
+export const COUNT_KINDS = ['sent', 'delivered', 'opened', 'clicked', 'unsubscribed', 'bounced', 'hard_bounced', 'complained'] as const;
+export type CountKind = (typeof COUNT_KINDS)[number];
+/** One counter column per kind, counted once per email (see email_counts). */
+type Counters = { [K in CountKind]: Generated<number> };
 
-export interface CampaignsTable {
+export interface CampaignsTable extends Counters {
   team_id: number;
   id: string;
   name: string;
@@ -155,14 +158,6 @@ export interface CampaignsTable {
   next_release_at: Optional<Date>;
   released_all: Generated<boolean>;
   total: Generated<number>;
-  sent: Generated<number>;
-  delivered: Generated<number>;
-  opened: Generated<number>;
-  clicked: Generated<number>;
-  unsubscribed: Generated<number>;
-  bounced: Generated<number>;
-  hard_bounced: Generated<number>;
-  complained: Generated<number>;
   paused_reason: Optional<string>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -174,18 +169,10 @@ export interface EmailCountsTable {
   kind: CountKind;
 }
 
-export interface DailyEmailCountsTable {
+export interface DailyEmailCountsTable extends Counters {
   team_id: number;
   domain_id: number;
   day: ColumnType<string, string, string>;
-  sent: Generated<number>;
-  delivered: Generated<number>;
-  opened: Generated<number>;
-  clicked: Generated<number>;
-  unsubscribed: Generated<number>;
-  bounced: Generated<number>;
-  hard_bounced: Generated<number>;
-  complained: Generated<number>;
 }
 
 export interface EmailEventsTable {
