@@ -290,6 +290,15 @@ describe('bulk', () => {
     expect(await snapshot(bookId)).toEqual(before);
   });
 
+  it('the contacts of one bulk request list in the order they were sent', async () => {
+    const bookId = await newBook();
+    // Addresses in no alphabetical order, so only the ids can keep them in the order sent.
+    const emails = Array.from({ length: 300 }, (_, i) => `o${(i * 7919) % 300}@example.com`);
+    const res = await server.call('POST', contactsPath(bookId, '/bulk'), { key, body: emails.map((email) => ({ email })) });
+    expect(res.body).toMatchObject({ created: 300 });
+    expect((await snapshot(bookId)).map((c: { email: string }) => c.email)).toEqual(emails);
+  });
+
   it('a request of exactly 10,000 contacts is stored whole', async () => {
     const bookId = await newBook();
     const rows = Array.from({ length: 10_000 }, (_, i) => ({ email: `full${i}@example.com`, properties: { n: String(i) } }));

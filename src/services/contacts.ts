@@ -3,7 +3,7 @@ import * as contacts from '../data/contacts.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
 import { normalizeEmail } from '../email-address.js';
 import { conflict, invalid, notFound } from '../errors.js';
-import { newId } from '../ids.js';
+import { newSortableId } from '../ids.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 
 export type ContactInput = {
@@ -179,7 +179,7 @@ export async function upsertContact(db: Db, teamId: number, bookId: string, cont
     if (current) return update(tx, teamId, current, input, book);
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
-    return create(tx, teamId, book, 'id' in key ? key.id : newId(), email, input);
+    return create(tx, teamId, book, 'id' in key ? key.id : newSortableId(), email, input);
   });
 }
 
@@ -188,7 +188,7 @@ export async function createContact(db: Db, teamId: number, bookId: string, inpu
   return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
     if (current) return update(tx, teamId, current, input, book);
-    return create(tx, teamId, book, newId(), input.email, input);
+    return create(tx, teamId, book, newSortableId(), input.email, input);
   });
 }
 
@@ -287,7 +287,7 @@ export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string,
       for (const { key, contact } of unique.slice(start, start + WRITE_CHUNK)) {
         const current = existing.get(key);
         if (!current) {
-          inserts.push(newContact(book, newId(), contact.email, contact));
+          inserts.push(newContact(book, newSortableId(), contact.email, contact));
           continue;
         }
         const next = changedFields(fieldsOf(current), contact);
