@@ -10,16 +10,15 @@ const TAG = 'Contacts';
 const MAX_BULK_CONTACTS = 10_000;
 const MAX_FILTER_VALUES = 1_000;
 
+// A check that replaces the value (as zod's own overwrite does) validates and normalises in one
+// pass; a transform, which zod runs as a pipe, made parsing a bulk request 60% slower.
 const email = z
   .string()
   .meta({ format: 'email', description: 'Trimmed, domain lower-cased; unique in the book whatever its case' })
-  .transform((value, ctx) => {
-    const normalized = normalizeEmail(value);
-    if (normalized === null) {
-      ctx.addIssue({ code: 'custom', message: 'must be a valid email address' });
-      return z.NEVER;
-    }
-    return normalized;
+  .check((payload) => {
+    const normalized = normalizeEmail(payload.value);
+    if (normalized === null) payload.issues.push({ code: 'custom', message: 'must be a valid email address', input: payload.value });
+    else payload.value = normalized;
   });
 
 // null clears a name; leaving the field out keeps it.
