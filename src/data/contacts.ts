@@ -1,4 +1,5 @@
-import { sql, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Selectable } from 'kysely';
+import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
 
@@ -106,7 +107,22 @@ const insertRows = (teamId: number, bookId: string, rows: ContactWrite[]) => sql
 /** Inserts new contacts; an address or id already in the book fails the statement (23505). */
 export async function insertContacts(db: Db, teamId: number, bookId: string, rows: ContactWrite[]) {
   if (rows.length === 0) return;
-  await insertRows(teamId, bookId, rows).execute(db);
+  const team = String(teamId);
+  const data = copyRows(
+    rows.map((row) => [
+      team, bookId, row.id, row.email, row.firstName, row.lastName, JSON.stringify(row.properties),
+      row.subscribed, row.unsubscribeReason, row.pendingConfirmation,
+    ]),
+  );
+  await db.executeQuery(
+    CompiledQuery.raw(
+      `COPY contacts (
+        team_id, contact_book_id, id, email, first_name, last_name, properties,
+        subscribed, unsubscribe_reason, pending_confirmation
+      ) FROM STDIN`,
+      [data],
+    ),
+  );
 }
 
 /**
