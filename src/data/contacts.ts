@@ -76,14 +76,14 @@ export async function emailKeys(db: Db, emails: string[]): Promise<string[]> {
 }
 
 /** What deciding a write needs to know of a stored contact. */
-export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | 'confirmation_sent_at' | 'created_at' | 'updated_at'>;
+export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | 'created_at' | 'updated_at'>;
 
 /** The contacts whose lower-cased address is one of `keys` (see emailKeys), locked for update. */
 export async function findContactsByEmailKeys(db: Db, teamId: number, bookId: string, keys: string[]) {
   if (keys.length === 0) return [];
   const result = await sql<ContactStateRow & { key: string }>`
     SELECT lower(email) AS key, id, email, first_name, last_name, properties, subscribed,
-      unsubscribe_reason, pending_confirmation
+      unsubscribe_reason, pending_confirmation, confirmation_sent_at
     FROM contacts
     WHERE team_id = ${teamId} AND contact_book_id = ${bookId} AND lower(email) = ANY(${keys}::text[])
     FOR UPDATE`.execute(db);
