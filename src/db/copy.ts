@@ -6,7 +6,7 @@ import pg from 'pg';
  * Rows for `COPY table (columns) FROM STDIN`, in COPY's text format, given to that statement as its
  * only parameter (`CompiledQuery.raw(sql, [rows])`): both connections below stream them to the
  * server instead of binding a parameter. COPY parses plain text and writes whole pages at a time,
- * for about a third less server time than an INSERT of the same rows unpacked from arrays.
+ * for about a third less database time than an INSERT of the same rows unpacked from arrays.
  */
 export class CopyRows {
   constructor(readonly text: string) {}
