@@ -5,8 +5,26 @@ const ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u0080-\u{10FFFF}-]+$/u;
 const QUOTED = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e\u0080-\u{10FFFF}]|\\[\x20-\x7e])*"$/u;
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
+// Addresses come in bulk from few domains, and checking a host name (IDNA conversion, label by
+// label) costs more than the rest of an address: answers are kept for names of host name length,
+// a bounded number of them.
+const MEMO_ENTRIES = 10_000;
+const MEMO_NAME_LENGTH = 253;
+const hostnameMemo = new Map<string, string | null>();
+
 /** A host name's ASCII (punycode) form, or null when it is no valid DNS host name. */
 export function asciiHostname(name: string): string | null {
+  let ascii = hostnameMemo.get(name);
+  if (ascii !== undefined) return ascii;
+  ascii = checkHostname(name);
+  if (name.length <= MEMO_NAME_LENGTH) {
+    if (hostnameMemo.size === MEMO_ENTRIES) hostnameMemo.clear();
+    hostnameMemo.set(name, ascii);
+  }
+  return ascii;
+}
+
+function checkHostname(name: string): string | null {
   if (name.length === 0 || name.endsWith('.') || /[\s/\\@[\]]/.test(name)) return null;
   const ascii = domainToASCII(name);
   if (!ascii || ascii.length > 253) return null;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createContactBody, plainContact } from '../src/api/contacts.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -288,6 +289,50 @@ describe('bulk', () => {
       errors: [],
     });
     expect(await snapshot(bookId)).toEqual(before);
+  });
+
+  it('a bulk row is read exactly as the request schema reads it', () => {
+    const rows: unknown[] = [
+      { email: ' Ann@Example.COM ', firstName: '  Ann ', lastName: null, properties: { plan: 'pro' }, subscribed: false },
+      { email: 'ann@example.com', firstName: 'Ann', lastName: 'Lee', properties: { plan: 'pro' }, subscribed: true, extra: 1 },
+      { email: 'Ünïcode@Bücher.example', properties: {} },
+      { email: 'a@b.co', firstName: `${' '.repeat(40)}${'x'.repeat(255)} ` },
+      { email: 'a@b.co', firstName: 'x'.repeat(256) },
+      { email: 'a@b.co', lastName: 42 },
+      { email: 'a@b.co', properties: { ['k'.repeat(256)]: 'v'.repeat(10_000) } },
+      { email: 'a@b.co', properties: { ['k'.repeat(257)]: 'v' } },
+      { email: 'a@b.co', properties: { k: 'v'.repeat(10_001) } },
+      { email: 'a@b.co', properties: { '': 'v' } },
+      { email: 'a@b.co', properties: { k: 1 } },
+      { email: 'a@b.co', properties: ['v'] },
+      { email: 'a@b.co', properties: null },
+      JSON.parse('{ "email": "a@b.co", "properties": { "__proto__": "x", "k": "v" } }'),
+      { email: 'a@b.co', subscribed: 'true' },
+      { email: 'not an address' },
+      { email: 7 },
+      { firstName: 'no email' },
+      null,
+      ['a@b.co'],
+      'a@b.co',
+    ];
+    for (const row of rows) {
+      const schema = createContactBody.safeParse(row);
+      const fast = plainContact(row);
+      if (fast === undefined) continue;
+      expect(schema.success, JSON.stringify(row)).toBe(true);
+      expect(fast, JSON.stringify(row)).toEqual(schema.data);
+    }
+    // The fast path is taken for ordinary rows, else this test would prove nothing.
+    expect(rows.filter((row) => plainContact(row) !== undefined).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('the contacts of one bulk request list in the order they were sent', async () => {
+    const bookId = await newBook();
+    // Addresses in no alphabetical order, so only the ids can keep them in the order sent.
+    const emails = Array.from({ length: 300 }, (_, i) => `o${(i * 7919) % 300}@example.com`);
+    const res = await server.call('POST', contactsPath(bookId, '/bulk'), { key, body: emails.map((email) => ({ email })) });
+    expect(res.body).toMatchObject({ created: 300 });
+    expect((await snapshot(bookId)).map((c: { email: string }) => c.email)).toEqual(emails);
   });
 
   it('a request of exactly 10,000 contacts is stored whole', async () => {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifiedDomain } from './helpers/domains.js';
@@ -80,6 +81,30 @@ describe('double opt-in', () => {
     const res = await server.call('POST', `/v1/contactBooks/${bookId}/contacts/bulk`, { key, body: [{ email: 'b1@example.org' }, { email: 'b2@example.org' }] });
     expect(res.status).toBe(200);
     for (const address of ['b1@example.org', 'b2@example.org']) expect(await mailTo(address)).toHaveLength(1);
+  });
+
+  it('adding a pending contact again in bulk re-sends its confirmation once 24 hours have passed, never sooner', async () => {
+    const bulk = async (rows: object[]) => {
+      const res = await server.call('POST', `/v1/contactBooks/${bookId}/contacts/bulk`, { key, body: rows });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    };
+    const settled = () => new Promise((resolve) => setTimeout(resolve, 300));
+    const sent = () => sink.received.filter((m) => m.rcptTo.includes('rebulk@example.org'));
+
+    await bulk([{ email: 'rebulk@example.org' }]);
+    await mailTo('rebulk@example.org');
+    await bulk([{ email: 'rebulk@example.org', firstName: 'Again' }]);
+    await settled();
+    expect(sent()).toHaveLength(1);
+
+    await sql`UPDATE contacts SET confirmation_sent_at = now() - interval '25 hours'
+      WHERE contact_book_id = ${bookId} AND email = 'rebulk@example.org'`.execute(server.deps.db);
+    await bulk([{ email: 'rebulk@example.org' }, { email: 'rebulk-new@example.org' }]);
+    expect(await mailTo('rebulk@example.org', 2)).toHaveLength(2);
+    await bulk([{ email: 'rebulk@example.org' }]);
+    await settled();
+    expect(sent()).toHaveLength(2);
+    expect(await contact('rebulk@example.org')).toMatchObject({ subscribed: false, firstName: 'Again' });
   });
 
   it('expired, tampered and unknown tokens get a plain page, never a 500', async () => {

@@ -10,34 +10,93 @@ const TAG = 'Contacts';
 const MAX_BULK_CONTACTS = 10_000;
 const MAX_FILTER_VALUES = 1_000;
 
+// A check that replaces the value (as zod's own overwrite does) validates and normalises in one
+// pass; a transform, which zod runs as a pipe, made parsing a bulk request 60% slower.
 const email = z
   .string()
   .meta({ format: 'email', description: 'Trimmed, domain lower-cased; unique in the book whatever its case' })
-  .transform((value, ctx) => {
-    const normalized = normalizeEmail(value);
-    if (normalized === null) {
-      ctx.addIssue({ code: 'custom', message: 'must be a valid email address' });
-      return z.NEVER;
-    }
-    return normalized;
+  .check((payload) => {
+    const normalized = normalizeEmail(payload.value);
+    if (normalized === null) payload.issues.push({ code: 'custom', message: 'must be a valid email address', input: payload.value });
+    else payload.value = normalized;
   });
 
+const MAX_NAME = 255;
+const MAX_PROPERTY_NAME = 256;
+const MAX_PROPERTY_VALUE = 10_000;
+
 // null clears a name; leaving the field out keeps it.
-const name = z.string().trim().max(255).nullable();
+const name = z.string().trim().max(MAX_NAME).nullable();
 
 const contactFields = {
   email,
   firstName: name,
   lastName: name,
-  properties: z.record(z.string().min(1).max(256), z.string().max(10_000)),
+  properties: z.record(z.string().min(1).max(MAX_PROPERTY_NAME), z.string().max(MAX_PROPERTY_VALUE)),
   subscribed: z.boolean(),
 };
 
 export const updateContactBody = z.object(contactFields).partial();
 export const createContactBody = updateContactBody.required({ email: true });
 
+type NewContact = z.output<typeof createContactBody>;
+
+/** A name as `name` parses it, or undefined when that would fail. */
+function plainName(value: unknown): string | null | undefined {
+  if (value === null) return null;
+  if (typeof value !== 'string') return undefined;
+  const trimmed = value.trim();
+  return trimmed.length <= MAX_NAME ? trimmed : undefined;
+}
+
+function plainProperties(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    // zod drops a __proto__ key; such a row is left to it.
+    if (key === '__proto__' || key.length === 0 || key.length > MAX_PROPERTY_NAME) return undefined;
+    if (typeof item !== 'string' || item.length > MAX_PROPERTY_VALUE) return undefined;
+  }
+  return value as Record<string, string>;
+}
+
+/**
+ * A bulk row parsed as createContactBody parses it, when it is valid; undefined leaves the row to
+ * the schema, which also words the errors. Checking the fields directly costs a third of zod's
+ * parse, which took a fifth of the server's time on a bulk request.
+ */
+export function plainContact(row: unknown): NewContact | undefined {
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) return undefined;
+  const fields = row as Record<string, unknown>;
+  const address = typeof fields.email === 'string' ? normalizeEmail(fields.email) : null;
+  if (address === null) return undefined;
+  const contact: NewContact = { email: address };
+  if (fields.firstName !== undefined) {
+    const firstName = plainName(fields.firstName);
+    if (firstName === undefined) return undefined;
+    contact.firstName = firstName;
+  }
+  if (fields.lastName !== undefined) {
+    const lastName = plainName(fields.lastName);
+    if (lastName === undefined) return undefined;
+    contact.lastName = lastName;
+  }
+  if (fields.properties !== undefined) {
+    const properties = plainProperties(fields.properties);
+    if (properties === undefined) return undefined;
+    contact.properties = properties;
+  }
+  if (fields.subscribed !== undefined) {
+    if (typeof fields.subscribed !== 'boolean') return undefined;
+    contact.subscribed = fields.subscribed;
+  }
+  return contact;
+}
+
 /** Each row is checked on its own, so one bad row is reported instead of failing the others. */
 const bulkRow = z.unknown().transform((row): BulkRow => {
+  const contact = plainContact(row);
+  if (contact) return { contact };
   const result = createContactBody.safeParse(row);
   if (result.success) return { contact: result.data };
   const given = typeof row === 'object' && row !== null ? (row as { email?: unknown }).email : undefined;

@@ -1,4 +1,5 @@
-import { sql, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Selectable } from 'kysely';
+import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
 
@@ -75,14 +76,14 @@ export async function emailKeys(db: Db, emails: string[]): Promise<string[]> {
 }
 
 /** What deciding a write needs to know of a stored contact. */
-export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | 'confirmation_sent_at' | 'created_at' | 'updated_at'>;
+export type ContactStateRow = Omit<ContactRow, 'team_id' | 'contact_book_id' | 'created_at' | 'updated_at'>;
 
 /** The contacts whose lower-cased address is one of `keys` (see emailKeys), locked for update. */
 export async function findContactsByEmailKeys(db: Db, teamId: number, bookId: string, keys: string[]) {
   if (keys.length === 0) return [];
   const result = await sql<ContactStateRow & { key: string }>`
     SELECT lower(email) AS key, id, email, first_name, last_name, properties, subscribed,
-      unsubscribe_reason, pending_confirmation
+      unsubscribe_reason, pending_confirmation, confirmation_sent_at
     FROM contacts
     WHERE team_id = ${teamId} AND contact_book_id = ${bookId} AND lower(email) = ANY(${keys}::text[])
     FOR UPDATE`.execute(db);
@@ -106,7 +107,22 @@ const insertRows = (teamId: number, bookId: string, rows: ContactWrite[]) => sql
 /** Inserts new contacts; an address or id already in the book fails the statement (23505). */
 export async function insertContacts(db: Db, teamId: number, bookId: string, rows: ContactWrite[]) {
   if (rows.length === 0) return;
-  await insertRows(teamId, bookId, rows).execute(db);
+  const team = String(teamId);
+  const data = copyRows(
+    rows.map((row) => [
+      team, bookId, row.id, row.email, row.firstName, row.lastName, JSON.stringify(row.properties),
+      row.subscribed, row.unsubscribeReason, row.pendingConfirmation,
+    ]),
+  );
+  await db.executeQuery(
+    CompiledQuery.raw(
+      `COPY contacts (
+        team_id, contact_book_id, id, email, first_name, last_name, properties,
+        subscribed, unsubscribe_reason, pending_confirmation
+      ) FROM STDIN`,
+      [data],
+    ),
+  );
 }
 
 /**

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { CopyingClient, pgliteWithCopy } from './copy.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -19,7 +20,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export async function openDatabase(source: DatabaseSource): Promise<DatabaseHandle> {
   if ('url' in source) {
-    const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10, Client: CopyingClient });
     // An idle connection that the server ends (restart, failover, admin termination) is dropped by
     // the pool and replaced on demand; unheard, the pool's 'error' event would end the process.
     pool.on('error', () => {});
@@ -28,6 +29,6 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
   }
   const pglite =
     'pglite' in source ? source.pglite : await PGlite.create(path.join(source.dataDir, 'pgdata'));
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: pgliteWithCopy(pglite) }) });
   return { db, kind: 'pglite', close: () => db.destroy() };
 }

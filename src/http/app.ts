@@ -112,9 +112,24 @@ const UNSTORABLE = /[\0\p{Cs}]/u;
 const UNSTORABLE_MESSAGE = 'must be Unicode text without NUL characters or unpaired surrogates';
 
 function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
-  const unstorable = unstorablePaths(input);
-  if (unstorable.length > 0) throw validationError(unstorable.map((path) => ({ path, message: UNSTORABLE_MESSAGE })));
+  if (!storable(input)) {
+    throw validationError(unstorablePaths(input).map((path) => ({ path, message: UNSTORABLE_MESSAGE })));
+  }
   return parseOrThrow(schema, input);
+}
+
+/** Whether every string in the value, keys included, is storable; allocates nothing on the way. */
+function storable(value: unknown): boolean {
+  if (typeof value === 'string') return !UNSTORABLE.test(value);
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!storable(item)) return false;
+    return true;
+  }
+  for (const key in value) {
+    if (UNSTORABLE.test(key) || !storable((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 function unstorablePaths(value: unknown, path: string[] = []): string[] {

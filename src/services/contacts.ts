@@ -3,7 +3,7 @@ import * as contacts from '../data/contacts.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
 import { normalizeEmail } from '../email-address.js';
 import { conflict, invalid, notFound } from '../errors.js';
-import { newId } from '../ids.js';
+import { newSortableId } from '../ids.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 
 export type ContactInput = {
@@ -19,8 +19,8 @@ export type BulkRow = { contact: ContactInput & { email: string } } | { email: s
 
 export type BulkError = { index: number; email: string | null; message: string };
 
-// Statements of a few thousand rows measured faster than one of 10,000, and keep each parameter
-// to a few MB even when rows carry many properties.
+// Statements of a few thousand rows measured as fast as one of 10,000, and keep each statement's
+// data to a few MB even when rows carry many properties.
 const WRITE_CHUNK = 2_500;
 
 type Book = NonNullable<Awaited<ReturnType<typeof contacts.findBookForContacts>>>;
@@ -144,14 +144,19 @@ async function requireBook(db: Db, teamId: number, bookId: string) {
 }
 
 /**
- * Applies the changes. Adding again (`readded`) a contact still pending in a double opt-in book
- * sends its confirmation again, at most once per CONFIRMATION_INTERVAL_MS.
+ * Whether adding a contact again (POST, PUT or bulk) sends its confirmation again: it is still
+ * pending in a double opt-in book, and its last one went out at least CONFIRMATION_INTERVAL_MS ago.
  */
+function confirmationDue(book: Book, current: ContactStateRow, now: number) {
+  const lastSent = current.confirmation_sent_at?.getTime() ?? 0;
+  return book.double_opt_in_enabled && current.pending_confirmation && now - lastSent >= CONFIRMATION_INTERVAL_MS;
+}
+
+/** Applies the changes; a contact added again (`readded`) may be due its confirmation again. */
 async function update(tx: Db, teamId: number, current: ContactRow, input: ContactInput, readded?: Book) {
   const next = changedFields(fieldsOf(current), input);
   if (next) await contacts.updateContacts(tx, teamId, current.contact_book_id, [{ ...next, id: current.id }]);
-  const lastSent = current.confirmation_sent_at?.getTime() ?? 0;
-  if (readded?.double_opt_in_enabled && current.pending_confirmation && Date.now() - lastSent >= CONFIRMATION_INTERVAL_MS) {
+  if (readded && confirmationDue(readded, current, Date.now())) {
     await queueConfirmations(tx, teamId, readded, [{ id: current.id, email: next?.email ?? current.email }]);
   }
   return { contactId: current.id };
@@ -179,7 +184,7 @@ export async function upsertContact(db: Db, teamId: number, bookId: string, cont
     if (current) return update(tx, teamId, current, input, book);
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
-    return create(tx, teamId, book, 'id' in key ? key.id : newId(), email, input);
+    return create(tx, teamId, book, 'id' in key ? key.id : newSortableId(), email, input);
   });
 }
 
@@ -188,7 +193,7 @@ export async function createContact(db: Db, teamId: number, bookId: string, inpu
   return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
     if (current) return update(tx, teamId, current, input, book);
-    return create(tx, teamId, book, newId(), input.email, input);
+    return create(tx, teamId, book, newSortableId(), input.email, input);
   });
 }
 
@@ -250,9 +255,10 @@ export async function bulkDeleteContacts(db: Db, teamId: number, bookId: string,
 
 /**
  * POST bulk: upserts every valid row by address in one transaction and reports the others. One
- * read finds (and locks) the contacts the rows match; then each chunk of new contacts is one
- * INSERT and each chunk of changed ones one upsert. The book is locked exclusively, so no other
- * write can add an address between the read and the insert.
+ * read finds (and locks) the contacts the rows match; then each chunk of new contacts is one COPY,
+ * each chunk of changed ones one upsert, and in a double opt-in book the chunk's confirmations (to
+ * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
+ * locked exclusively, so no other write can add an address between the read and the insert.
  */
 export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string, rows: BulkRow[]) {
   const errors: BulkError[] = [];
@@ -280,22 +286,25 @@ export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string,
 
     const found = await contacts.findContactsByEmailKeys(tx, teamId, bookId, unique.map((row) => row.key));
     const existing = new Map(found.map((row) => [row.key, row]));
+    const now = Date.now();
     let created = 0;
     for (let start = 0; start < unique.length; start += WRITE_CHUNK) {
       const inserts: ContactWrite[] = [];
       const updates: ContactWrite[] = [];
+      const readded: Array<{ id: string; email: string }> = [];
       for (const { key, contact } of unique.slice(start, start + WRITE_CHUNK)) {
         const current = existing.get(key);
         if (!current) {
-          inserts.push(newContact(book, newId(), contact.email, contact));
+          inserts.push(newContact(book, newSortableId(), contact.email, contact));
           continue;
         }
         const next = changedFields(fieldsOf(current), contact);
         if (next) updates.push({ ...next, id: current.id });
+        if (confirmationDue(book, current, now)) readded.push({ id: current.id, email: next?.email ?? current.email });
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
-      if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, inserts);
       await contacts.updateContacts(tx, teamId, bookId, updates);
+      if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, [...inserts, ...readded]);
       created += inserts.length;
     }
     return { created, updated: unique.length - created };
