@@ -64,10 +64,10 @@ export type ReleaseBatch = {
 /**
  * Releases the next batch in one statement: the next `batch_size` contacts after the cursor (up to
  * the last recipient) in creation order through contacts_book_order; those subscribed and not on
- * the suppression list (a probe of its primary key each) become QUEUED email rows with their
- * event, unique on (campaign, contact) through emails_campaign_contact so nothing is ever inserted
- * twice; and the cursor moves past the batch. A short batch was the last: the campaign then waits
- * for its mail to go out.
+ * the suppression list (a probe of its primary key each) become QUEUED email rows, unique on
+ * (campaign, contact) through emails_campaign_contact so nothing is ever inserted twice; and the
+ * cursor moves past the batch. A short batch was the last: the campaign then waits for its mail to
+ * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored.
  *
  * Email ids lead with their creation time in milliseconds (then 74 random bits, as a UUIDv7 has),
  * so the id-keyed indexes (the primary key, emails_id) grow at their right edge instead of taking
@@ -77,8 +77,7 @@ export type ReleaseBatch = {
  *                    AND (created_at, id) > ($cursor) AND (created_at, id) <= ($last)
  *                  ORDER BY created_at, id LIMIT $n),
  *        inserted AS (INSERT INTO emails … SELECT … FROM batch WHERE subscribed AND NOT EXISTS (suppressed)
- *                     ON CONFLICT (team_id, campaign_id, contact_id) DO NOTHING RETURNING …),
- *        events AS (INSERT INTO email_events … FROM inserted),
+ *                     ON CONFLICT (team_id, campaign_id, contact_id) DO NOTHING RETURNING 1),
  *        moved AS (UPDATE campaigns SET cursor… = last of batch …)
  *   SELECT count(*) FROM inserted
  */
@@ -114,10 +113,7 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = ${c.team_id} AND s.email = lower(b.email))
       ) r
       ON CONFLICT (team_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
-      RETURNING team_id, id
-    ), events AS (
-      INSERT INTO email_events (team_id, email_id, status, data, created_at)
-      SELECT team_id, id, 'QUEUED', NULL, ${batch.now} FROM inserted
+      RETURNING 1
     ), moved AS (
       UPDATE campaigns SET
         cursor_created_at = COALESCE((SELECT created_at FROM last), cursor_created_at),
