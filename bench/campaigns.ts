@@ -6,7 +6,8 @@
  *   npx tsx bench/campaigns.ts [postgres://…/db]   (no URL: embedded PGlite)
  *
  * The phases are measured apart: releasing every recipient (no dispatcher running), then a
- * dispatcher draining the queue. Peak RSS is sampled across both (not the import before them).
+ * dispatcher draining the queue. Peak RSS is sampled across both, from a full garbage collection
+ * after the import: what the import left alive counts, its garbage does not.
  */
 import { startReleaser } from '../src/campaigns/releaser.js';
 import { SENDER, startBenchHarness } from './harness.js';

@@ -299,6 +299,26 @@ describe('campaigns', () => {
     }
   });
 
+  it('a campaign email shows its QUEUED event first, at its creation, like any email, though the release stores only the row', async () => {
+    const contactBookId = await bookOf(3);
+    const created = await ok('POST', '/v1/campaigns', { ...campaignBody(contactBookId), sendNow: true });
+    await waitFor('SENT', () => campaign(created.id), (c) => c.status === 'SENT', 10_000);
+    const rows = await server.deps.db.selectFrom('emails').select('id').where('campaign_id', '=', created.id).execute();
+    expect(rows).toHaveLength(3);
+    const stored = await server.deps.db.selectFrom('email_events').select('status')
+      .where('email_id', 'in', rows.map((row) => row.id)).where('status', '=', 'QUEUED').execute();
+    expect(stored).toEqual([]);
+    for (const { id } of rows) {
+      const email = await ok('GET', `/v1/emails/${id}`);
+      expect(email.emailEvents[0]).toEqual({ emailId: id, status: 'QUEUED', createdAt: email.createdAt, data: null });
+      expect(email.emailEvents.map((event: { status: string }) => event.status)).toEqual(['QUEUED', 'SENT']);
+    }
+    // An email sent through the API stores its QUEUED event; both read alike.
+    const { emailId } = await ok('POST', '/v1/emails', { from, to: 'plain@example.org', subject: 'Plain', text: 'plain' });
+    const plain = await ok('GET', `/v1/emails/${emailId}`);
+    expect(plain.emailEvents[0]).toEqual({ emailId, status: 'QUEUED', createdAt: plain.createdAt, data: null });
+  });
+
   it('every illegal state move is a 409 naming the state', async () => {
     const contactBookId = await bookOf(0);
     const draft = await ok('POST', '/v1/campaigns', campaignBody(contactBookId));

@@ -185,6 +185,24 @@ describe('sending', () => {
     expect(statusesOf(await waitForEmail(server, key, suppressed, settled))).toEqual(['QUEUED', 'SUPPRESSED']);
     expect(await readdir(path.join(server.deps.config.dataDir, 'outbox'))).not.toContain(`${suppressed}.eml`);
   });
+
+  it('deleting a domain keeps its mail with no domain; mail not yet sent then fails rather than going out unsigned', async () => {
+    const doomed = await verifiedDomain(server, key, 'doomed-mail.test');
+    const send = async (body: Record<string, unknown>) =>
+      (await server.call('POST', '/v1/emails', { key, body: { from: `x@${doomed.name}`, to: 'd@example.org', subject: 'D', text: 'x', ...body } })).body.emailId;
+    const delivered = await send({});
+    await waitForEmail(server, key, delivered, settled);
+    const later = await send({ scheduledAt: inAnHour() });
+    expect((await server.call('DELETE', `/v1/domains/${doomed.id}`, { key })).status).toBe(200);
+
+    const kept = (await server.call('GET', `/v1/emails/${delivered}`, { key })).body;
+    expect(kept).toMatchObject({ domainId: null, latestStatus: 'DELIVERED' });
+    expect(statusesOf(kept)).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
+    expect((await server.call('GET', `/v1/emails/${later}`, { key })).body).toMatchObject({ domainId: null, latestStatus: 'SCHEDULED' });
+    await server.call('PATCH', `/v1/emails/${later}`, { key, body: { scheduledAt: new Date().toISOString() } });
+    expect(await waitForEmail(server, key, later, settled)).toMatchObject({ latestStatus: 'FAILED' });
+    expect(await readdir(path.join(server.deps.config.dataDir, 'outbox'))).not.toContain(`${later}.eml`);
+  });
 });
 
 describe('listing and scope', () => {

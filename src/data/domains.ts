@@ -98,7 +98,11 @@ export async function updateTracking(
     .executeTakeFirst();
 }
 
-/** API keys scoped to the domain go with it (ON DELETE CASCADE); answers how many there were. */
+/**
+ * API keys scoped to the domain go with it (ON DELETE CASCADE); answers how many there were. Its
+ * mail stays, without a domain, so none of it is ever sent unsigned: emails have no foreign key to
+ * clear it (emails_team_domain_created).
+ */
 export async function deleteDomain(db: Db, teamId: number, id: number): Promise<number> {
   const { keys } = await db
     .selectFrom('api_keys')
@@ -108,6 +112,7 @@ export async function deleteDomain(db: Db, teamId: number, id: number): Promise<
     .where('revoked_at', 'is', null)
     .executeTakeFirstOrThrow();
   await db.deleteFrom('domains').where('team_id', '=', teamId).where('id', '=', id).execute();
+  await db.updateTable('emails').set({ domain_id: null }).where('team_id', '=', teamId).where('domain_id', '=', id).execute();
   return Number(keys);
 }
 

@@ -73,16 +73,23 @@ export async function findEmail(db: Db, teamId: number, id: string): Promise<Ema
   return db.selectFrom('emails').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
 }
 
-/** Uses the email_events primary key (team_id, email_id, seq). */
+/**
+ * The email's events in time order. A campaign email's first, QUEUED at its creation, is not
+ * stored (the release writes only the row; campaign_id is set there alone and never changes): it
+ * is read off the row, ahead of any stored event of the same instant. Uses the emails and
+ * email_events primary keys.
+ */
 export async function listEvents(db: Db, teamId: number, emailId: string): Promise<EmailEventRow[]> {
-  return db
-    .selectFrom('email_events')
-    .select(['email_id', 'status', 'data', 'created_at'])
-    .where('team_id', '=', teamId)
-    .where('email_id', '=', emailId)
-    .orderBy('created_at')
-    .orderBy('seq')
-    .execute();
+  const { rows } = await sql<EmailEventRow>`
+    SELECT email_id, status, data, created_at FROM (
+      SELECT id AS email_id, 'QUEUED' AS status, NULL::jsonb AS data, created_at, 0 AS seq FROM emails
+      WHERE team_id = ${teamId} AND id = ${emailId} AND campaign_id IS NOT NULL
+      UNION ALL
+      SELECT email_id, status, data, created_at, seq FROM email_events
+      WHERE team_id = ${teamId} AND email_id = ${emailId}
+    ) events
+    ORDER BY created_at, seq`.execute(db);
+  return rows;
 }
 
 export type EmailFilters = {

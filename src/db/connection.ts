@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { CopyingClient, pgliteWithCopy } from './copy.js';
@@ -27,8 +27,9 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
+  // Loaded only here: a service on PostgreSQL never carries the embedded database's code.
   const pglite =
-    'pglite' in source ? source.pglite : await PGlite.create(path.join(source.dataDir, 'pgdata'));
+    'pglite' in source ? source.pglite : await (await import('@electric-sql/pglite')).PGlite.create(path.join(source.dataDir, 'pgdata'));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: pgliteWithCopy(pglite) }) });
   return { db, kind: 'pglite', close: () => db.destroy() };
 }
