@@ -311,7 +311,7 @@ describe('campaigns', () => {
     for (const { id } of rows) {
       const email = await ok('GET', `/v1/emails/${id}`);
       expect(email.emailEvents[0]).toEqual({ emailId: id, status: 'QUEUED', createdAt: email.createdAt, data: null });
-      expect(email.emailEvents.map((event: { status: string }) => event.status)).toEqual(['QUEUED', 'SENT']);
+      expect(email.emailEvents.map((event: { status: string }) => event.status)).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
     }
     // An email sent through the API stores its QUEUED event; both read alike.
     const { emailId } = await ok('POST', '/v1/emails', { from, to: 'plain@example.org', subject: 'Plain', text: 'plain' });
