@@ -49,5 +49,5 @@ export async function benchEmails(options: { databaseUrl?: string; emails?: numb
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await benchEmails({ databaseUrl: process.argv[2] }), null, 2));
+  console.log(JSON.stringify(await benchEmails({ databaseUrl: process.argv[2] || undefined }), null, 2));
 }

@@ -2,12 +2,26 @@
  * `npm run bench`: every benchmark on PostgreSQL (when reachable) and on the embedded PGlite, with
  * the figures written to BENCHMARKS.md together with the machine and the date.
  */
+import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { benchCampaigns, type CampaignsBenchResult } from './campaigns.js';
-import { benchContacts, type ContactsBenchResult } from './contacts.js';
-import { benchEmails, type EmailsBenchResult } from './emails.js';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { CampaignsBenchResult } from './campaigns.js';
+import type { ContactsBenchResult } from './contacts.js';
+import type { EmailsBenchResult } from './emails.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
+
+const TSX = path.resolve('node_modules/.bin/tsx');
+
+/**
+ * Each benchmark runs in a process of its own, so its peak RSS is its own service's and not what
+ * an earlier benchmark left in the heap. The script prints its result as JSON.
+ */
+async function inOwnProcess<T>(script: string, args: string[]): Promise<T> {
+  const { stdout } = await promisify(execFile)(TSX, [`bench/${script}.ts`, ...args], { maxBuffer: 16 * 1024 * 1024 });
+  return JSON.parse(stdout) as T;
+}
 
 const databases: Array<'postgres' | 'pglite'> = (await postgresReachable()) ? ['postgres', 'pglite'] : ['pglite'];
 if (databases.length === 1) console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
@@ -16,13 +30,13 @@ const contacts: ContactsBenchResult[] = [];
 const emails: EmailsBenchResult[] = [];
 const campaigns: CampaignsBenchResult[] = [];
 for (const database of databases) {
+  const url = database === 'postgres' ? benchPostgresUrl : '';
   console.error(`contacts on ${database}…`);
-  contacts.push(await benchContacts(database));
+  contacts.push(await inOwnProcess('contacts', [database]));
   console.error(`emails on ${database}…`);
-  const source = database === 'postgres' ? { databaseUrl: benchPostgresUrl } : {};
-  emails.push(await benchEmails(source));
+  emails.push(await inOwnProcess('emails', [url]));
   console.error(`campaigns on ${database}…`);
-  campaigns.push(await benchCampaigns(source));
+  campaigns.push(await inOwnProcess('campaigns', [url]));
 }
 
 const cpu = os.cpus();
