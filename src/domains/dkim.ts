@@ -1,7 +1,5 @@
 import { createHash, createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Db } from '../db/connection.js';
-import { findSendingDomain } from '../data/domains.js';
 import { newId } from '../ids.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
@@ -115,10 +113,4 @@ function relaxedBody(body: string): string {
   const lines = body.split('\r\n').map((line) => line.replace(/[ \t]+/g, ' ').replace(/ $/, ''));
   const text = lines.join('\r\n').replace(/(\r\n)+$/, '');
   return text === '' ? '' : `${text}\r\n`;
-}
-
-/** The signer of a team's domain, or null when the team has no such domain. */
-export async function loadDkimSigner(db: Db, teamId: number, domainId: number): Promise<DkimSigner | null> {
-  const key = await findSendingDomain(db, teamId, domainId);
-  return key ? new DkimSigner(key.name, key.dkim_selector, key.dkim_private_key) : null;
 }

@@ -4,11 +4,10 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/connection.js';
 import * as emails from '../data/emails.js';
 import type { ClaimedEmail, ClaimRelease } from '../data/emails.js';
-import { findSendingDomain } from '../data/domains.js';
 import { deleteExpiredIdempotencyKeys } from '../data/idempotency-keys.js';
 import { CampaignRenderer, type CampaignMail } from '../campaigns/render.js';
 import { escapeHtml } from '../campaigns/template.js';
-import { DkimSigner } from '../domains/dkim.js';
+import { loadSendingDomain, type SendingDomain } from '../domains/sending-domain.js';
 import { confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../feedback/links.js';
 import type { RecipientTokens } from '../feedback/tokens.js';
 import type { Logger } from '../log.js';
@@ -43,15 +42,8 @@ export function domainChanged(db: Db, domainId: number): void {
   localDispatchers.get(db)?.forget(domainId);
 }
 
-/** What sending needs of a domain, read once per SENDING_DOMAIN_TTL_MS. */
-type SendingDomain = { signer: DkimSigner; openTracking: boolean; clickTracking: boolean };
+/** Each sending domain, read once per SENDING_DOMAIN_TTL_MS. */
 type SendingDomainCache = Map<number, { domain: Promise<SendingDomain | null>; loadedAt: number }>;
-
-async function loadSendingDomain(db: Db, teamId: number, domainId: number): Promise<SendingDomain | null> {
-  const row = await findSendingDomain(db, teamId, domainId);
-  if (!row) return null;
-  return { signer: new DkimSigner(row.name, row.dkim_selector, row.dkim_private_key), openTracking: row.open_tracking, clickTracking: row.click_tracking };
-}
 
 function sendingDomainOf(db: Db, cache: SendingDomainCache, email: ClaimedEmail): Promise<SendingDomain | null> {
   if (email.domain_id === null) return Promise.resolve(null);

@@ -112,19 +112,18 @@ export async function unsubscribeByMail(deps: FeedbackDeps, to: VerpAddress): Pr
   return unsubscribe(deps.db, { k: 'u', t: email.team_id, m: email.campaign_id, e: email.id, b: email.contact_book_id, c: email.contact_id });
 }
 
-/** The first open of an email (the pixel loaded); false when no such email exists. */
-export async function recordOpen(deps: GuardDeps, emailId: string, userAgent: string | null): Promise<boolean> {
+/** A tracking hit on an email, kept once per dedupe key; false when no such email exists. */
+async function recordTracking(deps: GuardDeps, emailId: string, event: Pick<EventInput, 'status' | 'data' | 'dedupeKey'>): Promise<boolean> {
   const email = await findEmailForFeedback(deps.db, emailId);
   if (!email) return false;
-  await recordEvents(deps, [{ teamId: email.team_id, emailId, status: 'OPENED', data: { userAgent }, dedupeKey: 'open' }]);
+  await recordEvents(deps, [{ teamId: email.team_id, emailId, ...event }]);
   return true;
 }
 
-/** The first click on each link of an email; false when no such email exists. */
-export async function recordClick(deps: GuardDeps, emailId: string, url: string, userAgent: string | null): Promise<boolean> {
-  const email = await findEmailForFeedback(deps.db, emailId);
-  if (!email) return false;
-  const key = `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}`;
-  await recordEvents(deps, [{ teamId: email.team_id, emailId, status: 'CLICKED', data: { url, userAgent }, dedupeKey: key }]);
-  return true;
-}
+/** The first open of an email (the pixel loaded). */
+export const recordOpen = (deps: GuardDeps, emailId: string, userAgent: string | null) =>
+  recordTracking(deps, emailId, { status: 'OPENED', data: { userAgent }, dedupeKey: 'open' });
+
+/** The first click on each link of an email. */
+export const recordClick = (deps: GuardDeps, emailId: string, url: string, userAgent: string | null) =>
+  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, userAgent }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });
