@@ -11,8 +11,10 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
+import { CampaignRenderer } from '../src/campaigns/render.js';
+import { startMailroom, type RunningService } from '../src/main.js';
 import { startDispatcher } from '../src/sending/dispatcher.js';
-import { startServer, type RunningServer } from '../src/server.js';
+import { createTransport } from '../src/sending/transports/index.js';
 import { createTeam } from '../src/services/teams.js';
 import { scratchDatabase } from './postgres.js';
 
@@ -57,7 +59,7 @@ async function startSink() {
 }
 
 export type BenchHarness = {
-  server: RunningServer;
+  server: RunningService;
   apiKey: string;
   /** Calls the API as the bench team; a non-2xx answer fails the benchmark. */
   api(method: string, route: string, body?: unknown): Promise<any>;
@@ -82,9 +84,9 @@ export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarn
   });
   // PGlite is loaded only when used, as the service does (src/db/connection.ts): its code alone is ~40 MB of RSS.
   const source = database ? { url: database.url, poolSize: 10 } : { pglite: await (await import('@electric-sql/pglite')).PGlite.create() };
-  const server = await startServer(config, { database: source, log: createLogger('error') });
+  const server = await startMailroom(config, { database: source, log: createLogger('error') });
   const { db } = server.deps;
-  const { teamId, apiKey } = await createTeam(db, 'bench');
+  const { teamId, apiKey } = await createTeam({ db }, { name: 'bench' });
   const api = async (method: string, route: string, body?: unknown) => {
     const res = await fetch(`${server.url}/v1${route}`, {
       method,
@@ -110,7 +112,9 @@ export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarn
     peakRssMb: () => Math.round(peakRss / 1024 / 1024),
     async deliver() {
       const started = performance.now();
-      const dispatcher = startDispatcher(server.deps);
+      const { deps } = server;
+      const campaigns = new CampaignRenderer(deps.db, deps.config, deps.tokens);
+      const dispatcher = startDispatcher(deps, { transport: createTransport(deps.config), campaigns });
       while (Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n) > 0) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -1,32 +1,163 @@
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './log.js';
-import { startServer } from './server.js';
+import { pathToFileURL } from 'node:url';
+import { CampaignRenderer } from './campaigns/render.js';
+import { startReleaser, type Releaser } from './campaigns/releaser.js';
+import { parseCommand } from './cli/commands.js';
+import { controlSocketPath, serveControlSocket } from './cli/control-socket.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import type { DatabaseHandle, DatabaseSource } from './db/connection.js';
+import { lockDataDir } from './db/data-dir-lock.js';
+import { openMigratedDatabase } from './db/migrate.js';
+import { startDomainWorker, type DomainWorker } from './domains/worker.js';
+import { startInboundSmtp, type InboundListener } from './feedback/inbound-smtp.js';
+import type { AppDeps } from './http/deps.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { createLogger, type Logger } from './log.js';
+import { RecipientTokens } from './mail/tokens.js';
+import { loadSecret } from './secret.js';
+import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
+import { createTransport, type Transport } from './sending/transports/index.js';
+import { startHttpServer, type HttpServer } from './server.js';
+import { Signals } from './workers/signals.js';
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exit(2);
-}
-const log = createLogger(config.logLevel);
+export type RunningService = {
+  url: string;
+  port: number;
+  /** The inbound SMTP listener's port; null when it is not running here. */
+  inboundPort: number | null;
+  deps: AppDeps;
+  /** Stops taking requests, lets the work in flight finish, then closes the database. */
+  close(): Promise<void>;
+};
 
-try {
-  const server = await startServer(config, { log });
-  const shutdown = (signal: string) => {
-    log.info('shutting down', { signal });
-    server.close().then(
-      () => process.exit(0),
-      (error) => {
-        log.error('shutdown failed', { error });
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
-} catch (error) {
-  log.error('failed to start', { error: error instanceof Error ? error.message : error });
-  process.exit(1);
+export function databaseSourceFor(config: Config): DatabaseSource {
+  return config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir };
 }
+
+/**
+ * The service's database. The embedded one also holds the data-directory lock (PGlite allows one
+ * process per directory) and serves the CLI's commands on the control socket, since the CLI
+ * cannot open the directory itself meanwhile; closing the handle releases all three.
+ */
+async function openServiceDatabase(source: DatabaseSource, log: Logger): Promise<DatabaseHandle> {
+  if (!('dataDir' in source)) return openMigratedDatabase(source, log);
+  const lock = await lockDataDir(source.dataDir);
+  try {
+    const database = await openMigratedDatabase(source, log);
+    try {
+      const execute = (command: string[]) => parseCommand(command).run(database.db);
+      const control = await serveControlSocket(controlSocketPath(source.dataDir), execute, log);
+      return {
+        ...database,
+        close: async () => {
+          await control.close();
+          await database.close();
+          await lock.release();
+        },
+      };
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+/** What a running process has open, closed in this order: entrances first, the database last. */
+type Parts = {
+  http?: HttpServer;
+  inbound?: InboundListener;
+  domainWorker?: DomainWorker;
+  releaser?: Releaser;
+  dispatcher?: Dispatcher;
+  database?: DatabaseHandle;
+};
+
+async function closeParts(parts: Parts): Promise<void> {
+  await parts.http?.close();
+  await parts.inbound?.close();
+  await parts.domainWorker?.stop();
+  await parts.releaser?.stop();
+  await parts.dispatcher?.stop();
+  await parts.database?.close();
+}
+
+/**
+ * Starts Mailroom: the database (migrated), the HTTP API and pages, and, unless ROLE=api, the
+ * inbound SMTP listener and the workers (domain checks, campaign release, dispatch), all sharing
+ * one set of dependencies and one set of signals.
+ */
+export async function startMailroom(
+  config: Config,
+  options: { database?: DatabaseSource; log?: Logger; transport?: Transport } = {},
+): Promise<RunningService> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const parts: Parts = {};
+  try {
+    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), log));
+    const tokens = new RecipientTokens(await loadSecret(config.secret, config.dataDir));
+    const deps: AppDeps = {
+      db: database.db, dbKind: database.kind, config, log, tokens, signals: new Signals(), rateLimiter: new RateLimiter(),
+    };
+    const http = (parts.http = await startHttpServer(deps));
+    log.info('listening', { url: http.url, database: database.kind });
+    if (config.role !== 'api') {
+      if (config.inboundSmtpPort !== null) {
+        try {
+          parts.inbound = await startInboundSmtp(deps, { host: config.inboundSmtpHost, port: config.inboundSmtpPort });
+        } catch (error) {
+          throw new Error(`The inbound SMTP listener could not start on ${config.inboundSmtpHost}:${config.inboundSmtpPort} (INBOUND_SMTP_PORT): ${(error as Error).message}`);
+        }
+      }
+      parts.domainWorker = startDomainWorker(deps);
+      const campaigns = new CampaignRenderer(database.db, config, tokens);
+      parts.dispatcher = startDispatcher(deps, { transport: options.transport ?? createTransport(config), campaigns });
+      parts.releaser = startReleaser(deps);
+    }
+    let closing: Promise<void> | undefined;
+    return {
+      url: http.url,
+      port: http.port,
+      inboundPort: parts.inbound?.port ?? null,
+      deps,
+      close: () => (closing ??= closeParts(parts)),
+    };
+  } catch (error) {
+    await closeParts(parts);
+    throw error;
+  }
+}
+
+/** The process: configuration from the environment, a start, and a graceful stop on SIGTERM or SIGINT. */
+async function run(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(config.logLevel);
+  try {
+    const service = await startMailroom(config, { log });
+    const shutdown = (signal: string) => {
+      log.info('shutting down', { signal });
+      service.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          log.error('shutdown failed', { error });
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  } catch (error) {
+    log.error('failed to start', { error: error instanceof Error ? error.message : error });
+    process.exit(1);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await run();

@@ -109,8 +109,8 @@ describe('every endpoint', () => {
   });
 
   it('an unknown or revoked key is refused on every endpoint with the same answer', async () => {
-    const revoked = await createApiKey(server.deps.db, { teamId: team.teamId });
-    await revokeApiKey(server.deps.db, revoked.id);
+    const revoked = await createApiKey(server.deps, { teamId: team.teamId });
+    await revokeApiKey(server.deps, { id: revoked.id });
     const unknown = [`mr_${randomBytes(32).toString('base64url')}`, `sk_${randomBytes(32).toString('hex')}`];
     await forEachRouteAndPrefix(async (route, prefix, what) => {
       const answers = [];

@@ -3,7 +3,7 @@ import { Packet } from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleCheckNow } from '../src/data/domains.js';
 import { startDomainWorker } from '../src/domains/worker.js';
-import { assertVerifiedSender } from '../src/services/sender-domain.js';
+import { assertVerifiedSender } from '../src/services/verified-sender.js';
 import { startDnsServer, startSilentDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, hoursEnv, startServerWithDns, waitForDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

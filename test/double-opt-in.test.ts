@@ -109,8 +109,8 @@ describe('double opt-in', () => {
 
   it('expired, tampered and unknown tokens get a plain page, never a 500', async () => {
     const { teamId } = await server.team();
-    const expired = server.deps.tokens.sign({ k: 'c', t: teamId, b: bookId, c: 'whoever', x: Date.now() - 1 });
-    const missing = server.deps.tokens.sign({ k: 'c', t: teamId, b: bookId, c: 'nobody', x: Date.now() + 60_000 });
+    const expired = server.deps.tokens.sign('confirm', { teamId, bookId, contactId: 'whoever', expiresAt: Date.now() - 1 });
+    const missing = server.deps.tokens.sign('confirm', { teamId, bookId, contactId: 'nobody', expiresAt: Date.now() + 60_000 });
     const path = await confirmPath('new@example.org');
     const token = path.split('/').pop()!;
     const tampered = `${token.slice(0, -3)}${token.at(-3) === 'A' ? 'B' : 'A'}${token.slice(-2)}`;
@@ -122,7 +122,7 @@ describe('double opt-in', () => {
       if (status === 400) expect((await fetch(`${server.url}/confirm/${bad}`)).status).toBe(400);
     }
     // An unsubscribe token is no confirmation token.
-    const unsubscribe = server.deps.tokens.sign({ k: 'u', t: teamId, m: 'm', e: 'e', b: bookId, c: 'c' });
+    const unsubscribe = server.deps.tokens.sign('unsubscribe', { teamId, campaignId: 'm', emailId: 'e', bookId, contactId: 'c' });
     expect((await fetch(`${server.url}/confirm/${unsubscribe}`, { method: 'POST' })).status).toBe(400);
   });
 });

@@ -17,7 +17,7 @@ afterAll(() => server.stop());
 
 async function limitedTeam(perSecond: number) {
   const team = await teamFixture(server);
-  await setTeamRateLimit(server.deps.db, team.teamId, perSecond);
+  await setTeamRateLimit(server.deps, { teamId: team.teamId, perSecond });
   return team;
 }
 
@@ -106,9 +106,9 @@ describe('rate limit', () => {
   it('a team without its own limit gets RATE_LIMIT_PER_SECOND, and its own once set', async () => {
     const team = await teamFixture(server);
     expect(rateHeaders(await team.call('GET', '/v1/contactBooks')).limit).toBe(DEFAULT_LIMIT);
-    await setTeamRateLimit(server.deps.db, team.teamId, 7);
+    await setTeamRateLimit(server.deps, { teamId: team.teamId, perSecond: 7 });
     expect(rateHeaders(await team.call('GET', '/v1/contactBooks')).limit).toBe(7);
-    await setTeamRateLimit(server.deps.db, team.teamId, null);
+    await setTeamRateLimit(server.deps, { teamId: team.teamId, perSecond: null });
     expect(rateHeaders(await team.call('GET', '/v1/contactBooks')).limit).toBe(DEFAULT_LIMIT);
   });
 

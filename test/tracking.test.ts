@@ -1,6 +1,6 @@
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RecipientTokens } from '../src/feedback/tokens.js';
+import { RecipientTokens } from '../src/mail/tokens.js';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -87,12 +87,12 @@ describe('open and click tracking', () => {
     for (const url of [
       `${base}/click/${body}.${mac.slice(0, -2)}${mac.endsWith('AA') ? 'BB' : 'AA'}`,
       `${base}/click/${otherUrl}.${mac}`,
-      `${base}/click/${forger.sign({ k: 'l', e: emailId, u: 'https://evil.example/phish' })}`,
+      `${base}/click/${forger.sign('click', { emailId, url: 'https://evil.example/phish' })}`,
       `${base}/click/${pixel.slice(pixel.lastIndexOf('/') + 1)}`,
       `${base}/open/${token}`,
       `${base}/open/${unsubscribe.slice(unsubscribe.lastIndexOf('/') + 1)}`,
-      `${base}/open/${env.server.deps.tokens.sign({ k: 'o', e: 'no-such-email-000000000000' })}`,
-      `${base}/click/${env.server.deps.tokens.sign({ k: 'l', e: emailId, u: 'javascript:alert(1)' })}`,
+      `${base}/open/${env.server.deps.tokens.sign('open', { emailId: 'no-such-email-000000000000' })}`,
+      `${base}/click/${env.server.deps.tokens.sign('click', { emailId, url: 'javascript:alert(1)' })}`,
       `${base}/click/not-a-token`,
     ]) {
       const res = await get(url);
@@ -122,7 +122,7 @@ describe('open and click tracking', () => {
     try {
       const { emailId } = await team.ok('POST', '/v1/emails', { from: `hello@${team.domain.name}`, to: 'gone@receiver.example', subject: 'Hi', html: '<p>Hi</p>' });
       await waitFor('bounce', () => team.email(emailId), (e) => e.latestStatus === 'BOUNCED', 10_000);
-      expect((await get(`${publicUrl()}/track/open/${env.server.deps.tokens.sign({ k: 'o', e: emailId })}`)).status).toBe(200);
+      expect((await get(`${publicUrl()}/track/open/${env.server.deps.tokens.sign('open', { emailId })}`)).status).toBe(200);
       const email = await team.email(emailId);
       expect(email.emailEvents.at(-1).status).toBe('OPENED');
       expect(email.latestStatus).toBe('BOUNCED');

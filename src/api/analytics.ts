@@ -33,7 +33,7 @@ export const analyticsRoutes = [
       bounceRate: z.number(),
       complaintRate: z.number(),
     }),
-    handler: ({ deps, auth, query }) => service.reputationMetrics(deps.db, auth, query),
+    handler: ({ deps, auth, query }) => service.reputationMetrics(deps, auth, query),
   }),
   defineRoute({
     method: 'get',
@@ -46,6 +46,6 @@ export const analyticsRoutes = [
       result: z.array(z.object({ date: z.string().describe('YYYY-MM-DD'), ...counts })),
       totalCounts: z.object(counts),
     }),
-    handler: ({ deps, auth, query }) => service.emailTimeSeries(deps.db, auth, query),
+    handler: ({ deps, auth, query }) => service.emailTimeSeries(deps, auth, query),
   }),
 ];

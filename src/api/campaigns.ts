@@ -67,7 +67,7 @@ export const campaignRoutes = [
     description: 'The body must contain `{{unsubscribeUrl}}`. Creating and scheduling are one transaction.',
     body: createCampaignBody,
     response: campaignSchema,
-    handler: ({ deps, auth, body }) => service.createCampaign(deps, auth.teamId, body),
+    handler: ({ deps, auth, body }) => service.createCampaign(deps, auth, body),
   }),
   defineRoute({
     method: 'get',
@@ -80,7 +80,7 @@ export const campaignRoutes = [
       search: z.string().max(255).optional(),
     }),
     response: z.object({ campaigns: z.array(campaignSchema), totalPage: z.number().int() }),
-    handler: ({ deps, auth, query }) => service.listCampaigns(deps, auth.teamId, query),
+    handler: ({ deps, auth, query }) => service.listCampaigns(deps, auth, query),
   }),
   defineRoute({
     method: 'get',
@@ -89,7 +89,7 @@ export const campaignRoutes = [
     summary: 'Get a campaign with its counters',
     params,
     response: campaignSchema,
-    handler: ({ deps, auth, params }) => service.getCampaign(deps, auth.teamId, params.campaignId),
+    handler: ({ deps, auth, params }) => service.getCampaign(deps, auth, params),
   }),
   defineRoute({
     method: 'delete',
@@ -98,7 +98,7 @@ export const campaignRoutes = [
     summary: 'Delete a campaign in any state; its mail not yet handed to SMTP is cancelled',
     params,
     response: campaignSchema,
-    handler: ({ deps, auth, params }) => service.deleteCampaign(deps, auth.teamId, params.campaignId),
+    handler: ({ deps, auth, params }) => service.deleteCampaign(deps, auth, params),
   }),
   defineRoute({
     method: 'post',
@@ -108,7 +108,7 @@ export const campaignRoutes = [
     params,
     body: z.object({ scheduledAt: z.string().trim().min(1).max(200).optional(), batchSize: batchSize.optional() }),
     response: success,
-    handler: ({ deps, auth, params, body }) => service.scheduleCampaign(deps, auth.teamId, params.campaignId, body),
+    handler: ({ deps, auth, params, body }) => service.scheduleCampaign(deps, auth, { ...params, ...body }),
   }),
   defineRoute({
     method: 'post',
@@ -117,7 +117,7 @@ export const campaignRoutes = [
     summary: 'Pause a SCHEDULED or RUNNING campaign: no new batches, and its unsent mail is held',
     params,
     response: success,
-    handler: ({ deps, auth, params }) => service.pauseCampaign(deps, auth.teamId, params.campaignId),
+    handler: ({ deps, auth, params }) => service.pauseCampaign(deps, auth, params),
   }),
   defineRoute({
     method: 'post',
@@ -126,6 +126,6 @@ export const campaignRoutes = [
     summary: 'Resume a PAUSED campaign',
     params,
     response: success,
-    handler: ({ deps, auth, params }) => service.resumeCampaign(deps, auth.teamId, params.campaignId),
+    handler: ({ deps, auth, params }) => service.resumeCampaign(deps, auth, params),
   }),
 ];

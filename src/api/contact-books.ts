@@ -77,7 +77,7 @@ export const contactBookRoutes = [
     tag: TAG,
     summary: 'List contact books',
     response: z.array(contactBookSchema),
-    handler: ({ deps, auth }) => service.listContactBooks(deps.db, auth.teamId),
+    handler: ({ deps, auth }) => service.listContactBooks(deps, auth),
   }),
   defineRoute({
     method: 'post',
@@ -87,7 +87,7 @@ export const contactBookRoutes = [
     description: 'Double opt-in needs `doubleOptInFrom` on a verified domain; custom content must contain `{{doubleOptInUrl}}`.',
     body: createContactBookBody,
     response: contactBookSchema,
-    handler: ({ deps, auth, body }) => service.createContactBook(deps.db, auth.teamId, body),
+    handler: ({ deps, auth, body }) => service.createContactBook(deps, auth, body),
   }),
   defineRoute({
     method: 'get',
@@ -96,7 +96,7 @@ export const contactBookRoutes = [
     summary: 'Get a contact book with its contact count',
     params: contactBookParams,
     response: contactBookSchema,
-    handler: ({ deps, auth, params }) => service.getContactBook(deps.db, auth.teamId, params.contactBookId),
+    handler: ({ deps, auth, params }) => service.getContactBook(deps, auth, params),
   }),
   defineRoute({
     method: 'patch',
@@ -107,7 +107,7 @@ export const contactBookRoutes = [
     params: contactBookParams,
     body: updateContactBookBody,
     response: contactBookSchema,
-    handler: ({ deps, auth, params, body }) => service.updateContactBook(deps.db, auth.teamId, params.contactBookId, body),
+    handler: ({ deps, auth, params, body }) => service.updateContactBook(deps, auth, { ...params, changes: body }),
   }),
   defineRoute({
     method: 'delete',
@@ -116,6 +116,6 @@ export const contactBookRoutes = [
     summary: 'Delete a contact book and all its contacts',
     params: contactBookParams,
     response: z.object({ id: z.string(), success: z.boolean(), message: z.string() }),
-    handler: ({ deps, auth, params }) => service.deleteContactBook(deps.db, auth.teamId, params.contactBookId),
+    handler: ({ deps, auth, params }) => service.deleteContactBook(deps, auth, params),
   }),
 ];

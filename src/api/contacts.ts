@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { normalizeEmail } from '../email-address.js';
+import { normalizeEmail } from '../mail/address.js';
 import { defineRoute } from '../http/route.js';
 import * as service from '../services/contacts.js';
 import type { BulkRow } from '../services/contacts.js';
@@ -176,7 +176,7 @@ export const contactRoutes = [
     query: listContactsQuery,
     response: z.array(contactSchema),
     handler: async ({ deps, auth, params, query, c }) => {
-      const { contacts, total } = await service.listContacts(deps.db, auth.teamId, params.contactBookId, query);
+      const { contacts, total } = await service.listContacts(deps, auth, { ...params, ...query });
       c.header('X-Total-Count', String(total));
       return contacts;
     },
@@ -190,7 +190,7 @@ export const contactRoutes = [
     params: contactBookParams,
     body: createContactBody,
     response: contactIdResponse,
-    handler: ({ deps, auth, params, body }) => service.createContact(deps.db, auth.teamId, params.contactBookId, body),
+    handler: ({ deps, auth, params, body }) => service.createContact(deps, auth, { ...params, contact: body }),
   }),
   defineRoute({
     method: 'post',
@@ -211,7 +211,7 @@ export const contactRoutes = [
       updated: z.number().int(),
       errors: z.array(z.object({ index: z.number().int(), email: z.string().nullable(), message: z.string() })),
     }),
-    handler: ({ deps, auth, params, body }) => service.bulkUpsertContacts(deps.db, auth.teamId, params.contactBookId, body),
+    handler: ({ deps, auth, params, body }) => service.bulkUpsertContacts(deps, auth, { ...params, rows: body }),
   }),
   defineRoute({
     method: 'delete',
@@ -223,7 +223,7 @@ export const contactRoutes = [
     body: bulkDeleteBody,
     response: z.object({ success: z.boolean(), count: z.number().int() }),
     handler: ({ deps, auth, params, body }) =>
-      service.bulkDeleteContacts(deps.db, auth.teamId, params.contactBookId, body.contactIds),
+      service.bulkDeleteContacts(deps, auth, { ...params, ...body }),
   }),
   defineRoute({
     method: 'get',
@@ -232,7 +232,7 @@ export const contactRoutes = [
     summary: 'Get a contact by id or email address',
     params: contactParams,
     response: contactSchema,
-    handler: ({ deps, auth, params }) => service.getContact(deps.db, auth.teamId, params.contactBookId, params.contactId),
+    handler: ({ deps, auth, params }) => service.getContact(deps, auth, params),
   }),
   defineRoute({
     method: 'put',
@@ -249,7 +249,7 @@ export const contactRoutes = [
     body: updateContactBody,
     response: contactIdResponse,
     handler: ({ deps, auth, params, body }) =>
-      service.upsertContact(deps.db, auth.teamId, params.contactBookId, params.contactId, body),
+      service.upsertContact(deps, auth, { ...params, contact: body }),
   }),
   defineRoute({
     method: 'patch',
@@ -261,7 +261,7 @@ export const contactRoutes = [
     body: updateContactBody,
     response: contactIdResponse,
     handler: ({ deps, auth, params, body }) =>
-      service.updateContact(deps.db, auth.teamId, params.contactBookId, params.contactId, body),
+      service.updateContact(deps, auth, { ...params, contact: body }),
   }),
   defineRoute({
     method: 'delete',
@@ -270,6 +270,6 @@ export const contactRoutes = [
     summary: 'Delete a contact by id or email address',
     params: contactParams,
     response: z.object({ success: z.boolean() }),
-    handler: ({ deps, auth, params }) => service.deleteContact(deps.db, auth.teamId, params.contactBookId, params.contactId),
+    handler: ({ deps, auth, params }) => service.deleteContact(deps, auth, params),
   }),
 ];

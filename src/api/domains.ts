@@ -71,7 +71,7 @@ export const domainRoutes = [
     description: SCOPE_NOTE,
     params: domainParams,
     response: domainSchema,
-    handler: ({ deps, auth, params }) => service.getDomain(deps, auth, params.id),
+    handler: ({ deps, auth, params }) => service.getDomain(deps, auth, params),
   }),
   defineRoute({
     method: 'patch',
@@ -82,7 +82,7 @@ export const domainRoutes = [
     params: domainParams,
     body: z.object({ openTracking: z.boolean().optional(), clickTracking: z.boolean().optional() }),
     response: domainSchema,
-    handler: ({ deps, auth, params, body }) => service.updateDomain(deps, auth, params.id, body),
+    handler: ({ deps, auth, params, body }) => service.updateDomain(deps, auth, { ...params, ...body }),
   }),
   defineRoute({
     method: 'delete',
@@ -92,7 +92,7 @@ export const domainRoutes = [
     description: `API keys scoped to the domain are deleted with it. ${SCOPE_NOTE}`,
     params: domainParams,
     response: z.object({ id: z.number().int(), success: z.boolean(), message: z.string() }),
-    handler: ({ deps, auth, params }) => service.deleteDomain(deps, auth, params.id),
+    handler: ({ deps, auth, params }) => service.deleteDomain(deps, auth, params),
   }),
   defineRoute({
     method: 'put',
@@ -104,6 +104,6 @@ export const domainRoutes = [
       `window ends. A verified domain stays SUCCESS and is re-checked now. ${SCOPE_NOTE}`,
     params: domainParams,
     response: z.object({ message: z.string() }),
-    handler: ({ deps, auth, params }) => service.verifyDomain(deps, auth, params.id),
+    handler: ({ deps, auth, params }) => service.verifyDomain(deps, auth, params),
   }),
 ];

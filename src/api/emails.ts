@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { invalid } from '../errors.js';
 import { defineRoute } from '../http/route.js';
 import * as service from '../services/emails.js';
-import { OWN_HEADERS, OWN_HEADER_PREFIXES } from '../sending/message.js';
+import { OWN_HEADERS, OWN_HEADER_PREFIXES } from '../mail/headers.js';
 
 const TAG = 'Emails';
 
@@ -124,7 +124,7 @@ export const emailRoutes = [
     permission: 'sending',
     body: emailBody,
     response: emailIdResponse,
-    handler: ({ deps, auth, body, c }) => service.sendEmail(deps, auth, body, idempotencyKey(c)),
+    handler: ({ deps, auth, body, c }) => service.sendEmail(deps, auth, { email: body, idempotencyKey: idempotencyKey(c) }),
   }),
   defineRoute({
     method: 'post',
@@ -135,7 +135,7 @@ export const emailRoutes = [
     permission: 'sending',
     body: z.array(emailBody).min(1).max(MAX_BATCH),
     response: z.object({ data: z.array(emailIdResponse) }),
-    handler: ({ deps, auth, body, c }) => service.sendBatch(deps, auth, body, idempotencyKey(c)),
+    handler: ({ deps, auth, body, c }) => service.sendBatch(deps, auth, { emails: body, idempotencyKey: idempotencyKey(c) }),
   }),
   defineRoute({
     method: 'get',
@@ -157,7 +157,7 @@ export const emailRoutes = [
     permission: 'sending',
     params: emailParams,
     response: z.object({ ...emailFields, emailEvents: z.array(emailEvent) }),
-    handler: ({ deps, auth, params }) => service.getEmail(deps, auth, params.emailId),
+    handler: ({ deps, auth, params }) => service.getEmail(deps, auth, params),
   }),
   defineRoute({
     method: 'patch',
@@ -169,7 +169,7 @@ export const emailRoutes = [
     params: emailParams,
     body: z.object({ scheduledAt }),
     response: emailIdResponse,
-    handler: ({ deps, auth, params, body }) => service.rescheduleEmail(deps, auth, params.emailId, body.scheduledAt),
+    handler: ({ deps, auth, params, body }) => service.rescheduleEmail(deps, auth, { ...params, ...body }),
   }),
   defineRoute({
     method: 'post',
@@ -180,6 +180,6 @@ export const emailRoutes = [
     permission: 'sending',
     params: emailParams,
     response: emailIdResponse,
-    handler: ({ deps, auth, params }) => service.cancelEmail(deps, auth, params.emailId),
+    handler: ({ deps, auth, params }) => service.cancelEmail(deps, auth, params),
   }),
 ];

@@ -25,7 +25,7 @@ export const suppressionRoutes = [
       limit: z.coerce.number().int().min(1).max(1000).default(100),
     }),
     response: z.object({ data: z.array(suppressionSchema), count: z.number().int() }),
-    handler: ({ deps, auth, query }) => service.listSuppressions(deps.db, auth, query),
+    handler: ({ deps, auth, query }) => service.listSuppressions(deps, auth, query),
   }),
   defineRoute({
     method: 'post',
@@ -35,7 +35,7 @@ export const suppressionRoutes = [
     description: `Reason MANUAL; an address already suppressed keeps its first entry. ${TEAM_WIDE}`,
     body: z.object({ email: z.string().max(320) }),
     response: suppressionSchema,
-    handler: ({ deps, auth, body }) => service.addSuppression(deps.db, auth, body.email),
+    handler: ({ deps, auth, body }) => service.addSuppression(deps, auth, body),
   }),
   defineRoute({
     method: 'delete',
@@ -45,6 +45,6 @@ export const suppressionRoutes = [
     description: `Mail to it is sent again. ${TEAM_WIDE}`,
     params: z.object({ email: z.string().min(3).max(320) }),
     response: z.object({ success: z.boolean() }),
-    handler: ({ deps, auth, params }) => service.removeSuppression(deps.db, auth, params.email),
+    handler: ({ deps, auth, params }) => service.removeSuppression(deps, auth, params),
   }),
 ];

@@ -1,5 +1,6 @@
 import { invalid } from '../errors.js';
-import { escapeHtml, UNSUBSCRIBE_PLACEHOLDERS } from './template.js';
+import { escapeHtml } from '../mail/html.js';
+import { UNSUBSCRIBE_PLACEHOLDERS } from './template.js';
 
 /** A node of the email editor's JSON document (ProseMirror-shaped, as upstream's editor writes it). */
 type EditorNode = {

@@ -1,25 +1,13 @@
-import type { Config } from '../config.js';
-import type { Db } from '../db/connection.js';
 import { claimDueCampaign, finishCampaigns, releaseBatch, startCampaign } from '../data/campaign-release.js';
-import { domainOf } from '../email-address.js';
-import type { Logger } from '../log.js';
-import { addressOf } from '../sending/message.js';
-import { wakeDispatcher } from '../sending/dispatcher.js';
+import type { Deps } from '../deps.js';
+import { addressOf, domainOf } from '../mail/address.js';
 
-export type ReleaserDeps = { db: Db; config: Pick<Config, 'campaignPollMs'>; log: Logger };
+export type ReleaserDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals'>;
 export type Releaser = {
   /** Releases every batch due now, then marks finished campaigns SENT; what the timer runs. */
   tick(): Promise<void>;
   stop(): Promise<void>;
 };
-
-// The releaser of this process, per database, so scheduling a campaign for now starts it at once.
-const localReleasers = new WeakMap<Db, () => void>();
-
-/** Has this process's releaser look for due batches now; other processes find them on their next poll. */
-export function wakeReleaser(db: Db): void {
-  localReleasers.get(db)?.();
-}
 
 /**
  * Releases due campaign batches. Each batch is one transaction: claim the campaign (SKIP LOCKED,
@@ -27,7 +15,8 @@ export function wakeReleaser(db: Db): void {
  * rows and move the cursor. A crash loses nothing: an uncommitted batch is released again, and the
  * unique (campaign, contact) index keeps a committed one from being released twice.
  *
- * `now` is injectable so tests can move the clock across batch windows.
+ * `now` is injectable so tests can move the clock across batch windows; without `autostart` the
+ * releaser neither polls nor listens for signals, and only runs when its `tick` is called.
  */
 export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; autostart?: boolean } = {}): Releaser {
   const { db, config, log } = deps;
@@ -58,7 +47,7 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
     (running ??= (async () => {
       try {
         // The dispatcher starts on each batch as it is committed, not after the last one.
-        while (!stopped && (await releaseOne())) wakeDispatcher(db);
+        while (!stopped && (await releaseOne())) deps.signals.emit('emailsDue');
         await finishCampaigns(db, now());
       } catch (error) {
         log.error('releasing campaign batches failed', { error });
@@ -71,16 +60,14 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
     await tick();
     if (!stopped) timer = setTimeout(loop, config.campaignPollMs);
   };
-  if (options.autostart !== false) {
-    localReleasers.set(db, () => void tick());
-    void loop();
-  }
+  const unsubscribe = options.autostart === false ? null : deps.signals.on('campaignsDue', () => void tick());
+  if (options.autostart !== false) void loop();
 
   return {
     tick,
     async stop() {
       stopped = true;
-      if (options.autostart !== false) localReleasers.delete(db);
+      unsubscribe?.();
       clearTimeout(timer);
       await running;
     },

@@ -1,36 +1,16 @@
-import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connection.js';
-import type { CampaignStatus } from '../db/schema.js';
+import { findCampaignStates, findRecipientValues, type CampaignState, type RecipientValues } from '../data/campaign-mail.js';
 import type { ClaimedEmail } from '../data/emails.js';
-import { domainOf } from '../email-address.js';
-import { unsubscribeUrl } from '../feedback/links.js';
-import { unsubscribeAddress } from '../feedback/verp.js';
-import type { RecipientTokens } from '../feedback/tokens.js';
-import { htmlToText } from '../sending/html-to-text.js';
-import { addressOf, outgoingEmail, type OutgoingEmail } from '../sending/message.js';
-import { compileTemplate, escapeHtml, renderTemplate, UNSUBSCRIBE_PLACEHOLDERS, type Template } from './template.js';
-
-/** What becomes of a claimed campaign email: its message, or why it is not sent now. */
-export type CampaignMail =
-  | { kind: 'send'; message: OutgoingEmail }
-  | { kind: 'hold' }
-  | { kind: 'cancel'; reason: string };
+import { addressOf, domainOf } from '../mail/address.js';
+import { escapeHtml, htmlToText } from '../mail/html.js';
+import { unsubscribeUrl } from '../mail/links.js';
+import type { RecipientTokens } from '../mail/tokens.js';
+import { unsubscribeAddress } from '../mail/verp.js';
+import { outgoingEmail, type CampaignComposer, type CampaignMail } from '../sending/compose.js';
+import { compileTemplate, renderTemplate, UNSUBSCRIBE_PLACEHOLDERS, type Template } from './template.js';
 
 type Compiled = { subject: Template; html: Template; text: Template };
-
-type CampaignState = {
-  id: string;
-  team_id: number;
-  status: CampaignStatus;
-  subject: string;
-  html: string;
-  preview_text: string | null;
-  contact_book_id: string | null;
-  variables: string[] | null;
-};
-
-type ContactValues = { id: string; email: string; first_name: string | null; last_name: string | null; properties: Record<string, string>; subscribed: boolean };
 
 // Compiled templates are kept for this many campaigns; a campaign's body never changes.
 const TEMPLATE_CACHE_SIZE = 100;
@@ -40,7 +20,7 @@ const TEMPLATE_CACHE_SIZE = 100;
  * deleted campaign's mail is not sent) and one for the recipients' current data; each campaign's
  * subject, body and text are compiled once per process.
  */
-export class CampaignRenderer {
+export class CampaignRenderer implements CampaignComposer {
   private readonly templates = new Map<string, Compiled>();
 
   constructor(
@@ -54,11 +34,7 @@ export class CampaignRenderer {
     const ofCampaign = batch.filter((email) => email.campaign_id !== null);
     if (ofCampaign.length === 0) return mail;
     const ids = [...new Set(ofCampaign.map((email) => email.campaign_id!))];
-    // campaigns_id, then the contact_books primary key: a few probes.
-    const { rows: states } = await sql<CampaignState>`
-      SELECT c.id, c.team_id, c.status, c.subject, c.html, c.preview_text, c.contact_book_id, b.variables
-      FROM campaigns c LEFT JOIN contact_books b ON b.team_id = c.team_id AND b.id = c.contact_book_id
-      WHERE c.id = ANY(${ids}::text[])`.execute(this.db);
+    const states = await findCampaignStates(this.db, ids);
     const campaigns = new Map(states.map((state) => [state.id, state]));
     for (const state of states) {
       const emails = ofCampaign.filter((email) => email.campaign_id === state.id);
@@ -71,21 +47,20 @@ export class CampaignRenderer {
     return mail;
   }
 
-  /** The recipients' data as it is now (contacts primary key, one probe each). */
-  private async contacts(state: CampaignState, ids: string[]): Promise<Map<string, ContactValues>> {
+  private async contacts(state: CampaignState, ids: string[]): Promise<Map<string, RecipientValues>> {
     if (state.contact_book_id === null) return new Map();
-    const { rows } = await sql<ContactValues>`
-      SELECT id, email, first_name, last_name, properties, subscribed FROM contacts
-      WHERE team_id = ${state.team_id} AND contact_book_id = ${state.contact_book_id} AND id = ANY(${ids}::text[])`.execute(this.db);
+    const rows = await findRecipientValues(this.db, { teamId: state.team_id, bookId: state.contact_book_id }, ids);
     return new Map(rows.map((row) => [row.id, row]));
   }
 
-  private mailFor(email: ClaimedEmail, state: CampaignState, contact: ContactValues | undefined): CampaignMail {
+  private mailFor(email: ClaimedEmail, state: CampaignState, contact: RecipientValues | undefined): CampaignMail {
     if (state.status !== 'RUNNING' && state.status !== 'SENT') return { kind: 'hold' };
     if (!contact) return { kind: 'cancel', reason: 'contact deleted' };
     if (!contact.subscribed) return { kind: 'cancel', reason: 'contact unsubscribed' };
     const template = this.compiled(state);
-    const unsubscribe = unsubscribeUrl(this.config.publicUrl, this.tokens, { t: email.team_id, m: state.id, e: email.id, b: state.contact_book_id!, c: contact.id });
+    const unsubscribe = unsubscribeUrl(this.config.publicUrl, this.tokens, {
+      teamId: email.team_id, campaignId: state.id, emailId: email.id, bookId: state.contact_book_id!, contactId: contact.id,
+    });
     const values = new Map<string, string>([
       ['email', contact.email],
       ['firstname', contact.first_name ?? ''],

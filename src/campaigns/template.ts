@@ -1,3 +1,5 @@
+import { escapeHtml } from '../mail/html.js';
+
 /**
  * Campaign personalisation: a body or subject is split once into literal text and placeholders, so
  * rendering it for each recipient is a join, not a search.
@@ -25,8 +27,6 @@ export function compileTemplate(source: string): Template {
 export const hasUnsubscribePlaceholder = (source: string) =>
   compileTemplate(source).parts.some((part) => typeof part !== 'string' && UNSUBSCRIBE_PLACEHOLDERS.includes(part.name));
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char]!);
 
 /**
  * The template with each placeholder replaced by the recipient's value (escaped for HTML when

@@ -56,7 +56,7 @@ const commands = [
     usage: '--name NAME',
     summary: 'Create a team and its first API key (full permission).',
     flags: z.object({ name: label }),
-    run: (db, flags) => createTeam(db, flags.name),
+    run: (db, flags) => createTeam({ db }, flags),
   }),
   command({
     name: 'team set-rate-limit',
@@ -70,7 +70,7 @@ const commands = [
         .transform((value) => (value === 'default' ? null : Number(value)))
         .pipe(z.number().max(1_000_000).nullable()),
     }),
-    run: (db, flags) => setTeamRateLimit(db, flags.team, flags['per-second']),
+    run: (db, flags) => setTeamRateLimit({ db }, { teamId: flags.team, perSecond: flags['per-second'] }),
   }),
   command({
     name: 'key create',
@@ -83,7 +83,7 @@ const commands = [
       name: label.optional(),
     }),
     run: async (db, flags) => {
-      const key = await createApiKey(db, {
+      const key = await createApiKey({ db }, {
         teamId: flags.team,
         permission: flags.permission,
         domainId: flags.domain ?? null,
@@ -97,14 +97,14 @@ const commands = [
     usage: '--team TEAM_ID',
     summary: "List a team's API keys, revoked ones included (never the tokens: a hint of each).",
     flags: z.object({ team: id }),
-    run: (db, flags) => listApiKeys(db, flags.team),
+    run: (db, flags) => listApiKeys({ db }, { teamId: flags.team }),
   }),
   command({
     name: 'key revoke',
     usage: '--id KEY_ID',
     summary: 'Revoke an API key at once; revoking it again changes nothing.',
     flags: z.object({ id: z.string().trim().min(1).max(200) }),
-    run: (db, flags) => revokeApiKey(db, flags.id),
+    run: (db, flags) => revokeApiKey({ db }, flags),
   }),
 ];
 

@@ -1,8 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { DomainsTable } from '../db/schema.js';
-import type { CheckOutcome } from '../domains/checker.js';
-import type { DkimKeyPair } from '../domains/dkim.js';
+import type { DomainStatus, DomainsTable } from '../db/schema.js';
 
 // Everything a response may show: never the private key, never the worker's lease.
 const PUBLIC_COLUMNS = [
@@ -38,13 +36,29 @@ export async function findDomainById(db: Db, teamId: number, id: number) {
     .executeTakeFirst();
 }
 
+/** The status of each DNS record a domain needs. */
+export type RecordStatuses = { dkim: DomainStatus; spf: DomainStatus; mx: DomainStatus; dmarc: DomainStatus };
+
+/** What one DNS check of a domain concluded, as it is stored. */
+export type CheckOutcome = {
+  status: DomainStatus;
+  records: RecordStatuses;
+  isVerifying: boolean;
+  verificationError: string | null;
+  errorMessage: string | null;
+  lastCheckedAt: Date;
+  verificationStartedAt: Date | null;
+  nextCheckAt: Date | null;
+  checkAttempts: number;
+};
+
 export type NewDomain = {
   teamId: number;
   name: string;
   subdomain: string | null;
   region: string;
   dkimSelector: string;
-  key: DkimKeyPair;
+  key: { privateKeyPem: string; publicKey: string };
   /** Set when verification starts at creation. */
   verifyFrom: Date | null;
 };

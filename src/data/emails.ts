@@ -159,35 +159,23 @@ export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 /**
  * Claims up to `limit` due emails for `leaseUntil`: pending rows whose time has come and that no
  * live lease holds, including those of a worker that died. One statement, so no transaction
- * spans the sending; SKIP LOCKED lets any number of dispatchers claim side by side.
- *
- *   UPDATE emails SET claimed_by = $token, lease_until = $lease
- *   WHERE id IN (SELECT id FROM emails WHERE send_at <= $now AND (lease_until IS NULL OR lease_until < $now)
- *                ORDER BY send_at LIMIT $n FOR UPDATE SKIP LOCKED)
- *   RETURNING …
- *
- * Uses emails_due (partial on send_at), then emails_id.
+ * spans the sending; SKIP LOCKED lets any number of dispatchers claim side by side. Uses
+ * emails_due (partial on send_at), then emails_id.
  */
 export async function claimDueEmails(
   db: Db,
   claim: { now: Date; leaseUntil: Date; token: string; limit: number },
 ): Promise<ClaimedEmail[]> {
-  return db
-    .updateTable('emails')
-    .set({ claimed_by: claim.token, lease_until: claim.leaseUntil })
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('emails')
-        .select('id')
-        .where('send_at', '<=', claim.now)
-        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', claim.now)]))
-        .orderBy('send_at')
-        .limit(claim.limit)
-        .forUpdate()
-        .skipLocked(),
+  const { rows } = await sql<ClaimedEmail>`
+    UPDATE emails SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
+    WHERE id IN (
+      SELECT id FROM emails
+      WHERE send_at <= ${claim.now} AND (lease_until IS NULL OR lease_until < ${claim.now})
+      ORDER BY send_at LIMIT ${claim.limit}
+      FOR UPDATE SKIP LOCKED
     )
-    .returning(CLAIMED_COLUMNS)
-    .execute();
+    RETURNING ${sql.raw(CLAIMED_COLUMNS.join(', '))}`.execute(db);
+  return rows;
 }
 
 /** Which of these addresses (lower-case) each team has suppressed. Uses the suppressions primary key. */

@@ -1,7 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import type { Db } from './connection.js';
+import type { Logger } from '../log.js';
+import { openDatabase, type DatabaseHandle, type DatabaseSource, type Db } from './connection.js';
 
 const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 // Any constant works; it only has to be the same in every process that migrates this database.
@@ -43,4 +44,17 @@ function splitStatements(text: string): string[] {
     .split(/;\s*$/m)
     .map((statement) => statement.trim())
     .filter(Boolean);
+}
+
+/** Opens the database and brings its schema up to date; what the service and the CLI both start with. */
+export async function openMigratedDatabase(source: DatabaseSource, log: Logger): Promise<DatabaseHandle> {
+  const handle = await openDatabase(source);
+  try {
+    const applied = await migrate(handle.db);
+    if (applied.length > 0) log.info('migrations applied', { applied });
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
 }

@@ -1,9 +1,8 @@
 import { Resolver } from 'node:dns/promises';
 import type { Config } from '../config.js';
+import type { CheckOutcome, RecordStatuses } from '../data/domains.js';
 import type { DomainStatus } from '../db/schema.js';
-import {
-  requiredRecords, type DomainDnsIdentity, type RecordKind, type RecordStatuses, type RequiredRecord,
-} from './dns-records.js';
+import { requiredRecords, type DomainDnsIdentity, type RecordKind, type RequiredRecord } from './dns-records.js';
 
 type CheckConfig = Pick<
   Config,
@@ -138,18 +137,6 @@ export async function lookUpRecords(resolver: Resolver, domain: DomainDnsIdentit
 }
 
 export type CheckState = { status: DomainStatus; verificationStartedAt: Date | null; checkAttempts: number };
-
-export type CheckOutcome = {
-  status: DomainStatus;
-  records: RecordStatuses;
-  isVerifying: boolean;
-  verificationError: string | null;
-  errorMessage: string | null;
-  lastCheckedAt: Date;
-  verificationStartedAt: Date | null;
-  nextCheckAt: Date | null;
-  checkAttempts: number;
-};
 
 const LABELS: Record<RecordKind, string> = { dkim: 'DKIM', spf: 'SPF', mx: 'MX', dmarc: 'DMARC' };
 

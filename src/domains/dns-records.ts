@@ -1,9 +1,9 @@
 import { parse } from 'tldts';
 import type { Config } from '../config.js';
-import type { DomainStatus } from '../db/schema.js';
+import type { RecordStatuses } from '../data/domains.js';
 import { dkimRecordValue } from './dkim.js';
 
-export type RecordKind = 'dkim' | 'spf' | 'mx' | 'dmarc';
+export type RecordKind = keyof RecordStatuses;
 
 /** A record the domain owner creates: where it is looked up, and how a DNS provider names it. */
 export type RequiredRecord = {
@@ -59,4 +59,3 @@ export function requiredRecords(
   ];
 }
 
-export type RecordStatuses = Record<RecordKind, DomainStatus>;

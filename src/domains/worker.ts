@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
-import type { Config } from '../config.js';
-import type { Db } from '../db/connection.js';
 import * as domains from '../data/domains.js';
-import type { Logger } from '../log.js';
+import type { Deps } from '../deps.js';
 import { createDnsResolver, evaluateCheck, lookUpRecords } from './checker.js';
 
-export type DomainWorkerDeps = { db: Db; config: Config; log: Logger };
+export type DomainWorkerDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals'>;
 export type DomainWorker = { stop(): Promise<void> };
 
 const BATCH = 20;
@@ -14,18 +12,11 @@ const BATCH = 20;
 // runs out when its worker died mid-check; another worker then checks the domain again.
 const LEASE_MS = 120_000;
 
-// The worker of this process, per database, so an API call can hand it a domain to check at once.
-const localWorkers = new WeakMap<Db, (domainId: number) => void>();
-
 /**
- * Checks the domain's DNS records now when a worker runs in this process; otherwise a worker
- * process claims it on its next poll (the caller has already made it due).
+ * Polls for domains whose check is due (verification with backoff, daily re-checks) and checks
+ * them; a domainCheckDue signal has a domain checked at once (the service has already made it due,
+ * so a worker of another process claims it on its next poll).
  */
-export function checkDomainNow(db: Db, domainId: number): void {
-  localWorkers.get(db)?.(domainId);
-}
-
-/** Polls for domains whose check is due (verification with backoff, daily re-checks) and checks them. */
 export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
   const resolver = createDnsResolver(deps.config);
   const inFlight = new Set<Promise<void>>();
@@ -55,7 +46,7 @@ export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
     if (!stopped) timer = setTimeout(() => track(poll()), claimed === BATCH ? 0 : deps.config.domainWorkerPollMs);
   };
 
-  localWorkers.set(deps.db, (domainId) => {
+  const unsubscribe = deps.signals.on('domainCheckDue', (domainId) => {
     if (stopped) return;
     track(claimAndCheck(1, domainId).then(
       () => undefined,
@@ -67,7 +58,7 @@ export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
   return {
     async stop() {
       stopped = true;
-      localWorkers.delete(deps.db);
+      unsubscribe();
       clearTimeout(timer);
       while (inFlight.size > 0) await Promise.all(inFlight);
     },

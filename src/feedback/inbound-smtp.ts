@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Logger } from '../log.js';
-import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from '../services/feedback.js';
+import { parseVerp, type VerpAddress } from '../mail/verp.js';
+import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from './attribution.js';
 import { parseReport, type Report } from './reports.js';
-import { parseVerp, type VerpAddress } from './verp.js';
 
 export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & { inboundSmtpMaxBytes: number } };
 export type InboundListener = { port: number; close(): Promise<void> };

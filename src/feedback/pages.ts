@@ -1,10 +1,10 @@
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { escapeHtml } from '../campaigns/template.js';
-import type { AppDeps } from '../http/deps.js';
-import { recordClick, recordOpen } from '../services/feedback.js';
-import { confirmSubscription, unsubscribe } from '../services/recipients.js';
-import { isWebUrl, PAGE_PATHS } from './links.js';
+import type { Deps } from '../deps.js';
+import { escapeHtml } from '../mail/html.js';
+import { isWebUrl, PAGE_PATHS } from '../mail/links.js';
+import { confirmSubscription, unsubscribe } from '../services/subscriptions.js';
+import { recordClick, recordOpen } from './tracking.js';
 
 /** A plain page: these are read by people, not API clients, and must never leak more than this. */
 function page(c: Context, status: ContentfulStatusCode, title: string, body: string) {
@@ -32,7 +32,7 @@ const confirmForm = (c: Context, title: string, text: string, button: string) =>
  * The recipients' pages outside /v1, without an API key: each link carries a token signed with the
  * server secret, and a bad one gets a plain 400 page.
  */
-export function recipientPages(deps: AppDeps) {
+export function recipientPages(deps: Deps) {
   const pages = new Hono();
 
   /** Tracking must never stand between a reader and the page or image: a fault is logged, not shown. */
@@ -43,38 +43,38 @@ export function recipientPages(deps: AppDeps) {
     });
 
   pages.get(`${PAGE_PATHS.open}/:token`, async (c) => {
-    const token = deps.tokens.verify(c.req.param('token'), 'o');
-    if (!token || !(await track(c, recordOpen(deps, token.e, c.req.header('user-agent') ?? null)))) return unknownLink(c);
+    const token = deps.tokens.verify(c.req.param('token'), 'open');
+    if (!token || !(await track(c, recordOpen(deps, token.emailId, c.req.header('user-agent') ?? null)))) return unknownLink(c);
     return c.body(PIXEL, 200, { 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, private', 'Referrer-Policy': 'no-referrer' });
   });
 
   // Only ever to the URL the token signs: the link as it was in the mail, never an open redirect.
   pages.get(`${PAGE_PATHS.click}/:token`, async (c) => {
-    const token = deps.tokens.verify(c.req.param('token'), 'l');
-    if (!token || !isWebUrl(token.u) || !(await track(c, recordClick(deps, token.e, token.u, c.req.header('user-agent') ?? null)))) {
+    const token = deps.tokens.verify(c.req.param('token'), 'click');
+    if (!token || !isWebUrl(token.url) || !(await track(c, recordClick(deps, token.emailId, token.url, c.req.header('user-agent') ?? null)))) {
       return unknownLink(c);
     }
-    return c.redirect(token.u, 302);
+    return c.redirect(token.url, 302);
   });
 
   pages.get(`${PAGE_PATHS.unsubscribe}/:token`, (c) => {
-    if (!deps.tokens.verify(c.req.param('token'), 'u')) return invalidLink(c);
+    if (!deps.tokens.verify(c.req.param('token'), 'unsubscribe')) return invalidLink(c);
     return confirmForm(c, 'Unsubscribe', 'Do you want to stop receiving these emails?', 'Unsubscribe');
   });
 
   // Both the page's button and RFC 8058 one-click (List-Unsubscribe=One-Click) land here.
   pages.post(`${PAGE_PATHS.unsubscribe}/:token`, async (c) => {
-    const token = deps.tokens.verify(c.req.param('token'), 'u');
+    const token = deps.tokens.verify(c.req.param('token'), 'unsubscribe');
     if (!token) return invalidLink(c);
-    await unsubscribe(deps.db, token);
+    await unsubscribe(deps, token);
     return page(c, 200, 'You are unsubscribed', '<p>You will not receive these emails any more.</p>');
   });
 
   /** The confirmation token, or the page that says why there is none. */
   const confirmation = (c: Context) => {
-    const token = deps.tokens.verify(c.req.param('token') ?? '', 'c');
+    const token = deps.tokens.verify(c.req.param('token') ?? '', 'confirm');
     if (!token) return { page: invalidLink(c) };
-    if (token.x < Date.now()) {
+    if (token.expiresAt < Date.now()) {
       return { page: page(c, 400, 'This link has expired', '<p>Confirmation links hold for 7 days. Sign up again to get a new one.</p>') };
     }
     return { token };
@@ -88,7 +88,7 @@ export function recipientPages(deps: AppDeps) {
   pages.post(`${PAGE_PATHS.confirm}/:token`, async (c) => {
     const { page: refused, token } = confirmation(c);
     if (refused) return refused;
-    const outcome = await confirmSubscription(deps.db, token!);
+    const outcome = await confirmSubscription(deps, token!);
     if (outcome === 'missing') return page(c, 404, 'Subscription not found', '<p>This address is no longer on the list.</p>');
     return page(c, 200, 'Thank you', outcome === 'confirmed' ? '<p>Your subscription is confirmed.</p>' : '<p>Nothing to confirm: this subscription was already settled.</p>');
   });

@@ -5,8 +5,6 @@ import { sql } from 'kysely';
 import type { z } from 'zod';
 import { ApiError } from '../errors.js';
 import { parseOrThrow, validationError } from '../validation.js';
-import { apiRoutes } from '../api/index.js';
-import { recipientPages } from '../feedback/pages.js';
 import { authMiddleware, type AuthContext } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
@@ -19,8 +17,12 @@ type Env = { Variables: { auth: AuthContext; requestId: string } };
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const API_PREFIX = /^\/(?:api\/)?v1(?=\/|$)/;
 
-export function createApp(deps: AppDeps) {
-  const routes = [...apiRoutes].sort(bySpecificity);
+/**
+ * The HTTP app: the API routes under /v1 (and /api/v1) behind the key check, the interactive
+ * reference, and the pages that need no key (the recipients' pages), all with the one error shape.
+ */
+export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hono }) {
+  const routes = [...parts.routes].sort(bySpecificity);
   const openApi = buildOpenApi(routes);
   const app = new Hono<Env>();
 
@@ -42,7 +44,7 @@ export function createApp(deps: AppDeps) {
     }
   });
   app.route('/docs', docsRoutes());
-  app.route('/', recipientPages(deps));
+  app.route('/', parts.pages);
 
   const v1 = new Hono<Env>();
   v1.get('/openapi.json', (c) => sendJson(c, openApi));

@@ -13,7 +13,7 @@ export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { 
   return async (c, next) => {
     const match = BEARER.exec(c.req.header('authorization')?.trim() ?? '');
     if (!match) throw new ApiError('UNAUTHORIZED', 'Missing or malformed Authorization header: expected "Bearer <api key>"');
-    const auth = await authenticate(deps.db, match[1]!);
+    const auth = await authenticate(deps, match[1]!);
     if (!auth) throw new ApiError('UNAUTHORIZED', 'Invalid API key');
     c.set('auth', auth);
 

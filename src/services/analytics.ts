@@ -1,19 +1,18 @@
-import type { Db } from '../db/connection.js';
 import { findDomainById } from '../data/domains.js';
 import { countsByDay, type DayCounts, type StatsScope } from '../data/email-stats.js';
-import { ApiError, notFound } from '../errors.js';
+import type { Deps } from '../deps.js';
+import { notFound } from '../errors.js';
+import { percentOf } from '../events/reputation-guard.js';
+import { assertDomainInScope, type Caller } from './caller.js';
 
-/** Who asks: a team, through a key that may be scoped to one of its domains. */
-export type AnalyticsCaller = { teamId: number; domainId: number | null };
+export type AnalyticsDeps = Pick<Deps, 'db'>;
 
 const DAY_MS = 86_400_000;
 
 /** The team's mail, or one domain's: a key scoped to a domain sees that one only. */
-async function scopeOf(db: Db, caller: AnalyticsCaller, domainId: number | undefined): Promise<StatsScope> {
+async function scopeOf({ db }: AnalyticsDeps, caller: Caller, domainId: number | undefined): Promise<StatsScope> {
   if (domainId === undefined) return { teamId: caller.teamId, domainId: caller.domainId };
-  if (caller.domainId !== null && caller.domainId !== domainId) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot see metrics of domain ${domainId}`);
-  }
+  assertDomainInScope(caller, domainId, `see metrics of domain ${domainId}`);
   if (!(await findDomainById(db, caller.teamId, domainId))) throw notFound('Domain');
   return { teamId: caller.teamId, domainId };
 }
@@ -21,13 +20,10 @@ async function scopeOf(db: Db, caller: AnalyticsCaller, domainId: number | undef
 /** The UTC date `days - 1` days before today: a window of `days` days that ends today. */
 const windowStart = (days: number, now: Date) => new Date(now.getTime() - (days - 1) * DAY_MS).toISOString().slice(0, 10);
 
-/** `part` as a percentage of `whole`; 0 of nothing. */
-export const percentOf = (part: number, whole: number) => (whole === 0 ? 0 : (part * 100) / whole);
-
 /** Delivered, hard-bounced and complained, and the two rates in percent of delivered, over `days` days or all time. */
-export async function reputationMetrics(db: Db, caller: AnalyticsCaller, query: { domainId?: number; days?: number }) {
-  const scope = await scopeOf(db, caller, query.domainId);
-  const rows = await countsByDay(db, scope, query.days === undefined ? null : windowStart(query.days, new Date()));
+export async function reputationMetrics(deps: AnalyticsDeps, caller: Caller, query: { domainId?: number; days?: number }) {
+  const scope = await scopeOf(deps, caller, query.domainId);
+  const rows = await countsByDay(deps.db, scope, query.days === undefined ? null : windowStart(query.days, new Date()));
   const delivered = rows.reduce((sum, row) => sum + row.delivered, 0);
   const hardBounced = rows.reduce((sum, row) => sum + row.hardBounced, 0);
   const complained = rows.reduce((sum, row) => sum + row.complained, 0);
@@ -41,11 +37,11 @@ const pick = (row: DayCounts | undefined): SeriesCounts =>
   Object.fromEntries(SERIES_KINDS.map((kind) => [kind, row?.[kind] ?? 0])) as SeriesCounts;
 
 /** Counts per UTC day for the last `days` days, oldest first, every day present (zero when nothing happened). */
-export async function emailTimeSeries(db: Db, caller: AnalyticsCaller, query: { days: number; domainId?: number }) {
-  const scope = await scopeOf(db, caller, query.domainId);
+export async function emailTimeSeries(deps: AnalyticsDeps, caller: Caller, query: { days: number; domainId?: number }) {
+  const scope = await scopeOf(deps, caller, query.domainId);
   const now = new Date();
   const since = windowStart(query.days, now);
-  const byDay = new Map((await countsByDay(db, scope, since)).map((row) => [row.day, row]));
+  const byDay = new Map((await countsByDay(deps.db, scope, since)).map((row) => [row.day, row]));
   const result = Array.from({ length: query.days }, (_, i) => {
     const date = new Date(Date.parse(since) + i * DAY_MS).toISOString().slice(0, 10);
     return { date, ...pick(byDay.get(date)) };

@@ -1,19 +1,21 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import type { Permission } from '../db/schema.js';
 import * as keys from '../data/api-keys.js';
 import { findDomainById } from '../data/domains.js';
 import { findTeam } from '../data/teams.js';
 import { ApiError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Caller } from './caller.js';
 
-export type AuthContext = {
-  teamId: number;
+/** The caller a key stands for, with what the HTTP layer enforces: its permission and rate limit. */
+export type AuthContext = Caller & {
   keyId: string;
   permission: Permission;
-  domainId: number | null;
   rateLimitPerSecond: number | null;
 };
+
+type KeyDeps = Pick<Deps, 'db'>;
 
 const TOKEN_PREFIX = 'mr_';
 
@@ -22,7 +24,7 @@ const TOKEN_PREFIX = 'mr_';
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 export async function createApiKey(
-  db: Db,
+  { db }: KeyDeps,
   input: { teamId: number; permission?: Permission; domainId?: number | null; name?: string | null },
 ) {
   if (!(await findTeam(db, input.teamId))) throw notFound(`Team ${input.teamId}`);
@@ -42,7 +44,7 @@ export async function createApiKey(
   return { id: row.id, apiKey: token, permission: row.permission, domainId: row.domain_id };
 }
 
-export async function authenticate(db: Db, token: string): Promise<AuthContext | null> {
+export async function authenticate({ db }: KeyDeps, token: string): Promise<AuthContext | null> {
   if (!token.startsWith(TOKEN_PREFIX)) return null;
   const row = await keys.findActiveKeyByHash(db, hashToken(token));
   if (!row) return null;
@@ -55,7 +57,7 @@ export async function authenticate(db: Db, token: string): Promise<AuthContext |
   };
 }
 
-export async function listApiKeys(db: Db, teamId: number) {
+export async function listApiKeys({ db }: KeyDeps, { teamId }: { teamId: number }) {
   if (!(await findTeam(db, teamId))) throw notFound(`Team ${teamId}`);
   const rows = await keys.listApiKeys(db, teamId);
   return rows.map((row) => ({
@@ -71,7 +73,7 @@ export async function listApiKeys(db: Db, teamId: number) {
 }
 
 /** Revoking twice is harmless: the key stays revoked from the first time. */
-export async function revokeApiKey(db: Db, id: string) {
+export async function revokeApiKey({ db }: KeyDeps, { id }: { id: string }) {
   const revoked = await keys.revokeApiKey(db, id);
   if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
   const existing = await keys.findApiKey(db, id);

@@ -1,22 +1,22 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { hasUnsubscribePlaceholder, UNSUBSCRIBE_PLACEHOLDERS } from '../campaigns/template.js';
 import { renderEditorContent } from '../campaigns/editor-content.js';
-import { wakeReleaser } from '../campaigns/releaser.js';
-import type { Config } from '../config.js';
 import type { Db } from '../db/connection.js';
 import type { CampaignStatus } from '../db/schema.js';
 import * as campaigns from '../data/campaigns.js';
 import type { CampaignRow } from '../data/campaigns.js';
 import { findBookForContacts } from '../data/contacts.js';
+import type { Deps } from '../deps.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
+import { formatMailbox } from '../mail/address.js';
 import { parseSchedule } from '../scheduling/parse-schedule.js';
-import { wakeDispatcher } from '../sending/dispatcher.js';
 import { validationError } from '../validation.js';
+import type { Caller } from './caller.js';
 import { mailboxes } from './emails.js';
-import { assertVerifiedSender } from './sender-domain.js';
+import { assertVerifiedSender } from './verified-sender.js';
 
-export type CampaignDeps = { db: Db; config: Pick<Config, 'scheduleTimeZone' | 'dispatchLeaseMs'> };
+export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
 
 export const PAGE_SIZE = 30;
 // Pause and delete wait this long at most for mail a dispatcher is handing to SMTP right now.
@@ -106,7 +106,8 @@ function bodyOf(input: CreateCampaignInput, problems: ErrorDetail[]): string | n
 }
 
 /** Validates every field, then stores the campaign, scheduled when asked, in one transaction. */
-export async function createCampaign(deps: CampaignDeps, teamId: number, input: CreateCampaignInput) {
+export async function createCampaign(deps: CampaignDeps, caller: Caller, input: CreateCampaignInput) {
+  const { teamId } = caller;
   const now = new Date();
   const problems: ErrorDetail[] = [];
   if (input.sendNow && input.scheduledAt !== undefined) {
@@ -137,7 +138,7 @@ export async function createCampaign(deps: CampaignDeps, teamId: number, input: 
       id,
       name: input.name,
       domainId: domain.id,
-      from: mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address,
+      from: formatMailbox(mailbox),
       subject: input.subject,
       previewText: input.previewText ?? null,
       contactBookId: book.id,
@@ -153,17 +154,17 @@ export async function createCampaign(deps: CampaignDeps, teamId: number, input: 
       now,
     });
   });
-  if (scheduledAt) wakeReleaser(deps.db);
-  return getCampaign(deps, teamId, id);
+  if (scheduledAt) deps.signals.emit('campaignsDue');
+  return getCampaign(deps, caller, { campaignId: id });
 }
 
-export async function getCampaign(deps: CampaignDeps, teamId: number, id: string) {
-  const row = await campaigns.findCampaign(deps.db, teamId, id);
+export async function getCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId }: { campaignId: string }) {
+  const row = await campaigns.findCampaign(deps.db, teamId, campaignId);
   if (!row) throw notFound('Campaign');
   return toCampaign(row);
 }
 
-export async function listCampaigns(deps: CampaignDeps, teamId: number, query: { page: number; status?: CampaignStatus; search?: string }) {
+export async function listCampaigns(deps: CampaignDeps, { teamId }: Caller, query: { page: number; status?: CampaignStatus; search?: string }) {
   const { rows, count } = await campaigns.listCampaigns(deps.db, teamId, query, { offset: (query.page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
   return { campaigns: rows.map(toCampaign), totalPage: Math.ceil(count / PAGE_SIZE) };
 }
@@ -192,7 +193,11 @@ async function settleInFlight(deps: CampaignDeps, teamId: number, id: string) {
   while (Date.now() < deadline && (await campaigns.countClaimedEmails(deps.db, teamId, id, new Date())) > 0) await delay(20);
 }
 
-export async function scheduleCampaign(deps: CampaignDeps, teamId: number, id: string, input: { scheduledAt?: string; batchSize?: number }) {
+export async function scheduleCampaign(
+  deps: CampaignDeps,
+  { teamId }: Caller,
+  { campaignId: id, ...input }: { campaignId: string; scheduledAt?: string; batchSize?: number },
+) {
   const problems: ErrorDetail[] = [];
   const now = new Date();
   const scheduledAt = scheduleOf(input, deps, now, problems) ?? now;
@@ -209,11 +214,11 @@ export async function scheduleCampaign(deps: CampaignDeps, teamId: number, id: s
     });
     if (row.status === 'PAUSED') await campaigns.releaseHeldEmails(tx, teamId, id, scheduledAt);
   });
-  wakeReleaser(deps.db);
+  deps.signals.emit('campaignsDue');
   return { success: true };
 }
 
-export async function pauseCampaign(deps: CampaignDeps, teamId: number, id: string) {
+export async function pauseCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
   const paused = await move(deps, teamId, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
     if (row.status === 'PAUSED') return false;
     await campaigns.updateCampaign(tx, teamId, id, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
@@ -224,7 +229,7 @@ export async function pauseCampaign(deps: CampaignDeps, teamId: number, id: stri
   return { success: true };
 }
 
-export async function resumeCampaign(deps: CampaignDeps, teamId: number, id: string) {
+export async function resumeCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
   await move(deps, teamId, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
     const due = row.scheduled_at && row.scheduled_at > now ? row.scheduled_at : now;
     await campaigns.updateCampaign(tx, teamId, id, {
@@ -235,13 +240,13 @@ export async function resumeCampaign(deps: CampaignDeps, teamId: number, id: str
     });
     await campaigns.releaseHeldEmails(tx, teamId, id, due);
   });
-  wakeReleaser(deps.db);
-  wakeDispatcher(deps.db);
+  deps.signals.emit('campaignsDue');
+  deps.signals.emit('emailsDue');
   return { success: true };
 }
 
 /** Deletes in any state; mail not yet handed to SMTP is cancelled in the same transaction. */
-export async function deleteCampaign(deps: CampaignDeps, teamId: number, id: string) {
+export async function deleteCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
   const deleted = await move(deps, teamId, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
     await campaigns.cancelCampaignEmails(tx, teamId, id, now);
     await campaigns.deleteCampaignRow(tx, teamId, id);

@@ -1,10 +1,14 @@
 import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import * as books from '../data/contact-books.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
 import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import { assertVerifiedSender } from './sender-domain.js';
+import type { Caller } from './caller.js';
+import { assertVerifiedSender } from './verified-sender.js';
+
+export type ContactBookDeps = Pick<Deps, 'db'>;
 
 export const DOUBLE_OPT_IN_PLACEHOLDER = '{{doubleOptInUrl}}';
 export const DEFAULT_EMOJI = '📙';
@@ -51,7 +55,9 @@ async function assertDoubleOptIn(db: Db, teamId: number, book: ContactBookFields
   }
 }
 
-export async function createContactBook(db: Db, teamId: number, input: CreateContactBookInput) {
+export async function createContactBook(deps: ContactBookDeps, caller: Caller, input: CreateContactBookInput) {
+  const { db } = deps;
+  const { teamId } = caller;
   const fields: ContactBookFields = {
     name: input.name,
     emoji: input.emoji ?? DEFAULT_EMOJI,
@@ -65,20 +71,21 @@ export async function createContactBook(db: Db, teamId: number, input: CreateCon
   await assertDoubleOptIn(db, teamId, fields, input);
   const id = newId();
   await books.insertContactBook(db, teamId, id, fields);
-  return getContactBook(db, teamId, id);
+  return getContactBook(deps, caller, { contactBookId: id });
 }
 
-export async function listContactBooks(db: Db, teamId: number) {
+export async function listContactBooks({ db }: ContactBookDeps, { teamId }: Caller) {
   return (await books.listContactBooks(db, teamId)).map(toContactBook);
 }
 
-export async function getContactBook(db: Db, teamId: number, id: string) {
-  const row = await books.findContactBook(db, teamId, id);
+export async function getContactBook({ db }: ContactBookDeps, { teamId }: Caller, { contactBookId }: { contactBookId: string }) {
+  const row = await books.findContactBook(db, teamId, contactBookId);
   if (!row) throw notFound('Contact book');
   return toContactBook(row);
 }
 
-export async function updateContactBook(db: Db, teamId: number, id: string, input: UpdateContactBookInput) {
+export async function updateContactBook({ db }: ContactBookDeps, { teamId }: Caller, request: { contactBookId: string; changes: UpdateContactBookInput }) {
+  const { contactBookId: id, changes: input } = request;
   return db.transaction().execute(async (tx) => {
     const current = await books.findContactBook(tx, teamId, id, true);
     if (!current) throw notFound('Contact book');
@@ -98,7 +105,7 @@ export async function updateContactBook(db: Db, teamId: number, id: string, inpu
   });
 }
 
-export async function deleteContactBook(db: Db, teamId: number, id: string) {
+export async function deleteContactBook({ db }: ContactBookDeps, { teamId }: Caller, { contactBookId: id }: { contactBookId: string }) {
   return db.transaction().execute(async (tx) => {
     const current = await books.findContactBook(tx, teamId, id, true);
     if (!current) throw notFound('Contact book');

@@ -1,10 +1,14 @@
 import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
-import { normalizeEmail } from '../email-address.js';
+import { normalizeEmail } from '../mail/address.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newSortableId } from '../ids.js';
+import type { Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
+
+export type ContactDeps = Pick<Deps, 'db'>;
 
 export type ContactInput = {
   email?: string;
@@ -172,14 +176,15 @@ async function create(tx: Db, teamId: number, book: Book, id: string, email: str
  * PUT: updates the contact the path names (by id, or by address case-insensitively) or creates
  * it, taking the path's id as its id unless the path is an address.
  */
-export async function upsertContact(db: Db, teamId: number, bookId: string, contactId: string, input: ContactInput) {
+export async function upsertContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+  const { contactBookId: bookId, contactId, contact: input } = request;
   const key = keyOf(contactId);
   if ('email' in key && input.email !== undefined && input.email.toLowerCase() !== key.email.toLowerCase()) {
     // Moving the contact off the address in the path would make the same PUT create a new contact
     // next time; renaming goes through PATCH or a PUT keyed by id.
     throw invalid('email', `must be the address in the path (${key.email}) when the contact is addressed by email`);
   }
-  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
     if (current) return update(tx, teamId, current, input, book);
     const email = 'email' in key ? key.email : input.email;
@@ -189,23 +194,25 @@ export async function upsertContact(db: Db, teamId: number, bookId: string, cont
 }
 
 /** POST: creates a contact by address, or updates the one that already has it. */
-export async function createContact(db: Db, teamId: number, bookId: string, input: ContactInput & { email: string }) {
-  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+export async function createContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
+  const { contactBookId: bookId, contact: input } = request;
+  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
     if (current) return update(tx, teamId, current, input, book);
     return create(tx, teamId, book, newSortableId(), input.email, input);
   });
 }
 
-export async function updateContact(db: Db, teamId: number, bookId: string, contactId: string, input: ContactInput) {
-  return inBook(db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
+export async function updateContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+  const { contactBookId: bookId, contactId, contact: input } = request;
+  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
     const current = await contacts.findContact(tx, teamId, bookId, keyOf(contactId), true);
     if (!current) throw notFound('Contact');
     return update(tx, teamId, current, input);
   });
 }
 
-export async function getContact(db: Db, teamId: number, bookId: string, contactId: string) {
+export async function getContact({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
   const row = await contacts.findContact(db, teamId, bookId, keyOf(contactId));
   // Contacts carry their team, so finding one proves the book is the caller's: only a miss costs a
   // second query, to say which of the two is missing.
@@ -215,13 +222,12 @@ export async function getContact(db: Db, teamId: number, bookId: string, contact
 }
 
 export async function listContacts(
-  db: Db,
-  teamId: number,
-  bookId: string,
-  query: contacts.ContactFilter & { page: number; limit: number },
+  { db }: ContactDeps,
+  { teamId }: Caller,
+  query: contacts.ContactFilter & { contactBookId: string; page: number; limit: number },
 ) {
+  const { contactBookId: bookId, page, limit, ...filter } = query;
   await requireBook(db, teamId, bookId);
-  const { page, limit, ...filter } = query;
   const { rows, total } = await contacts.listContacts(db, teamId, bookId, filter, { offset: (page - 1) * limit, limit });
   return { contacts: rows.map(toContact), total };
 }
@@ -238,7 +244,7 @@ function splitKeys(contactIds: string[]) {
 
 // Deletes take the book's shared lock too: a bulk upsert, which locks the book exclusively before
 // its contacts, then never waits on contacts a delete holds (which could deadlock).
-export async function deleteContact(db: Db, teamId: number, bookId: string, contactId: string) {
+export async function deleteContact({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
   return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
     const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys([contactId]));
     if (count === 0) throw notFound('Contact');
@@ -246,7 +252,7 @@ export async function deleteContact(db: Db, teamId: number, bookId: string, cont
   });
 }
 
-export async function bulkDeleteContacts(db: Db, teamId: number, bookId: string, contactIds: string[]) {
+export async function bulkDeleteContacts({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
   return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
     const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys(contactIds));
     return { success: true, count };
@@ -260,7 +266,7 @@ export async function bulkDeleteContacts(db: Db, teamId: number, bookId: string,
  * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
  * locked exclusively, so no other write can add an address between the read and the insert.
  */
-export async function bulkUpsertContacts(db: Db, teamId: number, bookId: string, rows: BulkRow[]) {
+export async function bulkUpsertContacts({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
   const errors: BulkError[] = [];
   const valid: Array<{ index: number; contact: ContactInput & { email: string } }> = [];
   rows.forEach((row, index) => {

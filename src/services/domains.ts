@@ -1,19 +1,16 @@
 import { isIP } from 'node:net';
 import type { Config } from '../config.js';
-import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import * as domains from '../data/domains.js';
 import type { DomainRow } from '../data/domains.js';
 import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
 import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
-import { checkDomainNow } from '../domains/worker.js';
-import { asciiHostname } from '../email-address.js';
-import { domainChanged } from '../sending/dispatcher.js';
-import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
+import { conflict, notFound, type ErrorDetail } from '../errors.js';
+import { asciiHostname } from '../mail/address.js';
 import { validationError } from '../validation.js';
+import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
 
-export type DomainDeps = { db: Db; config: Config };
-/** Who asks: a team, through a key that may be scoped to one of its domains. */
-export type DomainCaller = { teamId: number; domainId: number | null };
+export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
 
 export type Domain = ReturnType<typeof toDomain>;
 
@@ -63,12 +60,10 @@ const MAX_HOST_LENGTH = 253;
  * The domain id of the path. Not an integer: no such domain. A key scoped to a domain may touch
  * that one only, and is refused for every other id alike, so it learns nothing about them.
  */
-function domainIdFor(caller: DomainCaller, rawId: string): number {
+function domainIdFor(caller: Caller, rawId: string): number {
   const id = /^\d{1,10}$/.test(rawId) ? Number(rawId) : NaN;
   if (!(id <= MAX_DOMAIN_ID)) throw notFound('Domain');
-  if (caller.domainId !== null && caller.domainId !== id) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot access domain ${rawId}`);
-  }
+  assertDomainInScope(caller, id, `access domain ${rawId}`);
   return id;
 }
 
@@ -99,10 +94,8 @@ function normalizeName(input: string, dkimSelector: string, config: Config): { n
   return identity;
 }
 
-export async function createDomain(deps: DomainDeps, caller: DomainCaller, input: { name: string; region?: string }) {
-  if (caller.domainId !== null) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId}; adding domains needs a key for the whole team`);
-  }
+export async function createDomain(deps: DomainDeps, caller: Caller, input: { name: string; region?: string }) {
+  assertTeamWide(caller, 'adding domains needs a key for the whole team');
   const { regions } = deps.config;
   const region = input.region ?? regions[0]!;
   const dkimSelector = newDkimSelector();
@@ -122,15 +115,15 @@ export async function createDomain(deps: DomainDeps, caller: DomainCaller, input
     verifyFrom: deps.config.autoVerify ? new Date() : null,
   });
   if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);
-  if (deps.config.autoVerify) checkDomainNow(deps.db, row.id);
+  if (deps.config.autoVerify) deps.signals.emit('domainCheckDue', row.id);
   return toDomain(row, deps.config);
 }
 
-export async function listDomains(deps: DomainDeps, caller: DomainCaller) {
+export async function listDomains(deps: DomainDeps, caller: Caller) {
   return (await domains.listDomains(deps.db, caller.teamId, caller.domainId)).map((row) => toDomain(row, deps.config));
 }
 
-export async function getDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+export async function getDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
   const row = await domains.findDomain(deps.db, caller.teamId, domainIdFor(caller, rawId));
   if (!row) throw notFound('Domain');
   return toDomain(row, deps.config);
@@ -138,17 +131,16 @@ export async function getDomain(deps: DomainDeps, caller: DomainCaller, rawId: s
 
 export async function updateDomain(
   deps: DomainDeps,
-  caller: DomainCaller,
-  rawId: string,
-  input: { openTracking?: boolean; clickTracking?: boolean },
+  caller: Caller,
+  { id: rawId, ...input }: { id: string; openTracking?: boolean; clickTracking?: boolean },
 ) {
   const row = await domains.updateTracking(deps.db, caller.teamId, domainIdFor(caller, rawId), input);
   if (!row) throw notFound('Domain');
-  domainChanged(deps.db, row.id);
+  deps.signals.emit('domainChanged', row.id);
   return toDomain(row, deps.config);
 }
 
-export async function deleteDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
   const id = domainIdFor(caller, rawId);
   const deleted = await deps.db.transaction().execute(async (tx) => {
     const row = await domains.findDomain(tx, caller.teamId, id, true);
@@ -157,7 +149,7 @@ export async function deleteDomain(deps: DomainDeps, caller: DomainCaller, rawId
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
     return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
   });
-  domainChanged(deps.db, id);
+  deps.signals.emit('domainChanged', id);
   return deleted;
 }
 
@@ -165,7 +157,7 @@ export async function deleteDomain(deps: DomainDeps, caller: DomainCaller, rawId
  * Starts verification: PENDING and a check at once, then checks with backoff until the window
  * ends. A verified domain stays verified (its mail keeps flowing) and is simply re-checked now.
  */
-export async function verifyDomain(deps: DomainDeps, caller: DomainCaller, rawId: string) {
+export async function verifyDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
   const id = domainIdFor(caller, rawId);
   const row = await deps.db.transaction().execute(async (tx) => {
     const current = await domains.findDomain(tx, caller.teamId, id, true);
@@ -173,7 +165,7 @@ export async function verifyDomain(deps: DomainDeps, caller: DomainCaller, rawId
     await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
     return current;
   });
-  checkDomainNow(deps.db, id);
+  deps.signals.emit('domainCheckDue', id);
   const message = row.status === 'SUCCESS'
     ? `Domain ${row.name} is verified; its DNS records are being checked again now`
     : `Verification of ${row.name} started: its DNS records are checked now, then again with backoff until the verification window ends`;

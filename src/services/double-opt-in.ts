@@ -2,9 +2,10 @@ import { renderEditorContent } from '../campaigns/editor-content.js';
 import type { Db } from '../db/connection.js';
 import { markConfirmationSent } from '../data/contacts.js';
 import { insertEmails, type NewEmail } from '../data/emails.js';
-import { htmlToText } from '../sending/html-to-text.js';
 import { newId } from '../ids.js';
-import { assertVerifiedSender } from './sender-domain.js';
+import { formatMailbox } from '../mail/address.js';
+import { htmlToText } from '../mail/html.js';
+import { assertVerifiedSender } from './verified-sender.js';
 
 /** A contact is sent at most one confirmation per this long, however often it is added again. */
 export const CONFIRMATION_INTERVAL_MS = 24 * 3_600_000;
@@ -43,7 +44,7 @@ export async function queueConfirmations(tx: Db, teamId: number, book: DoubleOpt
     const id = newId();
     return {
       teamId, id, domainId: domain.id,
-      from: mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address,
+      from: formatMailbox(mailbox),
       to: [contact.email], cc: [], bcc: [], replyTo: [],
       subject: book.double_opt_in_subject ?? 'Please confirm your subscription',
       html, text, headers: {}, attachments: [],

@@ -1,23 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.js';
 import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import type { EmailStatus, StoredAttachment } from '../db/schema.js';
 import * as emails from '../data/emails.js';
 import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
-import { parseMailbox } from '../email-address.js';
+import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
+import { isOwnHeader } from '../mail/headers.js';
+import { htmlToText } from '../mail/html.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseSchedule } from '../scheduling/parse-schedule.js';
-import { wakeDispatcher } from '../sending/dispatcher.js';
-import { htmlToText } from '../sending/html-to-text.js';
-import { isOwnHeader } from '../sending/message.js';
 import { validationError } from '../validation.js';
-import { assertVerifiedSender } from './sender-domain.js';
+import { assertDomainInScope, type Caller } from './caller.js';
+import { assertVerifiedSender } from './verified-sender.js';
 
-export type EmailDeps = { db: Db; config: Pick<Config, 'scheduleTimeZone'> };
-/** Who asks: a team, through a key that may be scoped to one of its domains. */
-export type EmailCaller = { teamId: number; domainId: number | null };
+export type EmailDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
 
 export const MAX_RECIPIENTS = 50;
 
@@ -44,25 +42,6 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 const contentTypeOf = (filename: string) => CONTENT_TYPES[/\.([^.]+)$/.exec(filename)?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
 
-/** Splits a comma-separated list at the commas outside quotes and angle brackets. */
-function splitAddressList(value: string): string[] {
-  const parts: string[] = [];
-  let current = '';
-  let quoted = false;
-  let angle = false;
-  for (const char of value) {
-    if (char === '"') quoted = !quoted;
-    else if (char === '<' && !quoted) angle = true;
-    else if (char === '>' && !quoted) angle = false;
-    if (char === ',' && !quoted && !angle) {
-      parts.push(current);
-      current = '';
-    } else current += char;
-  }
-  parts.push(current);
-  return parts.map((part) => part.trim()).filter(Boolean);
-}
-
 /** Each mailbox validated and stored as `addr` or `"Name" <addr>`. */
 export function mailboxes(value: string | string[] | undefined, path: string, problems: ErrorDetail[], required = false): string[] {
   const items = (Array.isArray(value) ? value : value === undefined ? [] : [value]).flatMap(splitAddressList);
@@ -72,7 +51,7 @@ export function mailboxes(value: string | string[] | undefined, path: string, pr
   for (const item of items) {
     const mailbox = parseMailbox(item);
     if (!mailbox) problems.push({ path, message: `"${item}" is not a valid email address` });
-    else result.push(mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address);
+    else result.push(formatMailbox(mailbox));
   }
   return result;
 }
@@ -124,7 +103,7 @@ function prepare(input: EmailInput, prefix: string, now: Date, timeZone: string,
 }
 
 /** The sender rule for each distinct `from` once: a verified domain of the team, within the key's scope. */
-async function senderDomains(db: Db, caller: EmailCaller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
+async function senderDomains(db: Db, caller: Caller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
   const found = new Map<string, { id: number; name: string; from: string } | null>();
   for (const [index, input] of inputs.entries()) {
     if (found.has(input.from)) {
@@ -133,11 +112,8 @@ async function senderDomains(db: Db, caller: EmailCaller, inputs: EmailInput[], 
     }
     try {
       const { mailbox, domain } = await assertVerifiedSender(db, caller.teamId, input.from, `${prefixes[index]}from`);
-      if (caller.domainId !== null && caller.domainId !== domain.id) {
-        throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot send from ${domain.name}`);
-      }
-      const from = mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address;
-      found.set(input.from, { id: domain.id, name: domain.name, from });
+      assertDomainInScope(caller, domain.id, `send from ${domain.name}`);
+      found.set(input.from, { id: domain.id, name: domain.name, from: formatMailbox(mailbox) });
     } catch (error) {
       if (!(error instanceof ApiError) || !error.details) throw error;
       problems.push(...error.details);
@@ -156,7 +132,7 @@ const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256')
  */
 async function createEmails<R>(
   deps: EmailDeps,
-  caller: EmailCaller,
+  caller: Caller,
   request: { kind: 'single' | 'batch'; inputs: EmailInput[]; idempotencyKey: string | null },
   respond: (ids: string[]) => R,
 ): Promise<R> {
@@ -188,15 +164,15 @@ async function createEmails<R>(
     await emails.insertEmails(tx, rows);
     return response;
   });
-  if (stored === response) wakeDispatcher(deps.db);
+  if (stored === response) deps.signals.emit('emailsDue');
   return stored;
 }
 
-export const sendEmail = (deps: EmailDeps, caller: EmailCaller, input: EmailInput, idempotencyKey: string | null) =>
-  createEmails(deps, caller, { kind: 'single', inputs: [input], idempotencyKey }, ([emailId]) => ({ emailId: emailId! }));
+export const sendEmail = (deps: EmailDeps, caller: Caller, input: { email: EmailInput; idempotencyKey: string | null }) =>
+  createEmails(deps, caller, { kind: 'single', inputs: [input.email], idempotencyKey: input.idempotencyKey }, ([emailId]) => ({ emailId: emailId! }));
 
-export const sendBatch = (deps: EmailDeps, caller: EmailCaller, inputs: EmailInput[], idempotencyKey: string | null) =>
-  createEmails(deps, caller, { kind: 'batch', inputs, idempotencyKey }, (ids) => ({ data: ids.map((emailId) => ({ emailId })) }));
+export const sendBatch = (deps: EmailDeps, caller: Caller, input: { emails: EmailInput[]; idempotencyKey: string | null }) =>
+  createEmails(deps, caller, { kind: 'batch', inputs: input.emails, idempotencyKey: input.idempotencyKey }, (ids) => ({ data: ids.map((emailId) => ({ emailId })) }));
 
 const joined = (addresses: string[]) => (addresses.length > 0 ? addresses.join(', ') : null);
 
@@ -228,18 +204,16 @@ const toEvent = (event: EmailEventRow) => ({
 });
 
 /** The team's email, within the key's domain scope. */
-async function findOwnEmail(db: Db, caller: EmailCaller, id: string): Promise<EmailRow> {
+async function findOwnEmail(db: Db, caller: Caller, id: string): Promise<EmailRow> {
   const row = await emails.findEmail(db, caller.teamId, id);
   if (!row) throw notFound('Email');
-  if (caller.domainId !== null && row.domain_id !== caller.domainId) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot access mail of another domain`);
-  }
+  assertDomainInScope(caller, row.domain_id, 'access mail of another domain');
   return row;
 }
 
-export async function getEmail(deps: EmailDeps, caller: EmailCaller, id: string) {
-  const row = await findOwnEmail(deps.db, caller, id);
-  const events = await emails.listEvents(deps.db, caller.teamId, id);
+export async function getEmail(deps: EmailDeps, caller: Caller, input: { emailId: string }) {
+  const row = await findOwnEmail(deps.db, caller, input.emailId);
+  const events = await emails.listEvents(deps.db, caller.teamId, input.emailId);
   return { ...toEmail(row), emailEvents: events.map(toEvent) };
 }
 
@@ -252,10 +226,8 @@ export type ListEmailsQuery = {
   endDate?: Date;
 };
 
-export async function listEmails(deps: EmailDeps, caller: EmailCaller, query: ListEmailsQuery) {
-  if (caller.domainId !== null && query.domainId !== undefined && query.domainId !== caller.domainId) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId} and cannot list mail of domain ${query.domainId}`);
-  }
+export async function listEmails(deps: EmailDeps, caller: Caller, query: ListEmailsQuery) {
+  if (query.domainId !== undefined) assertDomainInScope(caller, query.domainId, `list mail of domain ${query.domainId}`);
   const { rows, count } = await emails.listEmails(
     deps.db,
     caller.teamId,
@@ -277,16 +249,18 @@ function scheduleConflict(row: EmailRow, action: string) {
 }
 
 /** Cancels a SCHEDULED email no dispatcher has claimed; it can then never be sent. */
-export async function cancelEmail(deps: EmailDeps, caller: EmailCaller, id: string) {
+export async function cancelEmail(deps: EmailDeps, caller: Caller, input: { emailId: string }) {
+  const id = input.emailId;
   const row = await findOwnEmail(deps.db, caller, id);
   const changed = await emails.changeSchedule(deps.db, caller.teamId, id, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
   if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'cancelled');
   return { emailId: id };
 }
 
-export async function rescheduleEmail(deps: EmailDeps, caller: EmailCaller, id: string, scheduledAtInput: string) {
+export async function rescheduleEmail(deps: EmailDeps, caller: Caller, input: { emailId: string; scheduledAt: string }) {
+  const id = input.emailId;
   const now = new Date();
-  const scheduledAt = parseSchedule(scheduledAtInput, { now, timeZone: deps.config.scheduleTimeZone });
+  const scheduledAt = parseSchedule(input.scheduledAt, { now, timeZone: deps.config.scheduleTimeZone });
   const row = await findOwnEmail(deps.db, caller, id);
   const changed = await emails.changeSchedule(deps.db, caller.teamId, id, {
     status: 'SCHEDULED',
@@ -295,6 +269,6 @@ export async function rescheduleEmail(deps: EmailDeps, caller: EmailCaller, id: 
     now,
   });
   if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'rescheduled');
-  wakeDispatcher(deps.db);
+  deps.signals.emit('emailsDue');
   return { emailId: id };
 }

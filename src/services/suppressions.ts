@@ -1,17 +1,14 @@
-import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import * as suppressions from '../data/suppressions.js';
 import type { SuppressionRow } from '../data/suppressions.js';
-import { normalizeEmail } from '../email-address.js';
-import { ApiError, invalid, notFound } from '../errors.js';
+import { invalid, notFound } from '../errors.js';
+import { normalizeEmail } from '../mail/address.js';
+import { assertTeamWide, type Caller } from './caller.js';
 
-/** Who asks: the suppression list is the team's, so a key scoped to one domain may not manage it. */
-export type SuppressionCaller = { teamId: number; domainId: number | null };
+export type SuppressionDeps = Pick<Deps, 'db'>;
 
-function assertTeamWide(caller: SuppressionCaller) {
-  if (caller.domainId !== null) {
-    throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId}; the suppression list belongs to the whole team`);
-  }
-}
+// The suppression list is the team's, so a key scoped to one domain may not manage it.
+const TEAM_WIDE = 'the suppression list belongs to the whole team';
 
 const toSuppression = (row: SuppressionRow) => ({
   email: row.email,
@@ -27,19 +24,19 @@ function addressKey(input: string, field: string): string {
   return address.toLowerCase();
 }
 
-export async function listSuppressions(db: Db, caller: SuppressionCaller, page: { page: number; limit: number }) {
-  assertTeamWide(caller);
+export async function listSuppressions({ db }: SuppressionDeps, caller: Caller, page: { page: number; limit: number }) {
+  assertTeamWide(caller, TEAM_WIDE);
   const { rows, count } = await suppressions.listSuppressions(db, caller.teamId, { offset: (page.page - 1) * page.limit, limit: page.limit });
   return { data: rows.map(toSuppression), count };
 }
 
-export async function addSuppression(db: Db, caller: SuppressionCaller, email: string) {
-  assertTeamWide(caller);
+export async function addSuppression({ db }: SuppressionDeps, caller: Caller, { email }: { email: string }) {
+  assertTeamWide(caller, TEAM_WIDE);
   return toSuppression(await suppressions.addSuppression(db, caller.teamId, addressKey(email, 'email'), 'MANUAL'));
 }
 
-export async function removeSuppression(db: Db, caller: SuppressionCaller, email: string) {
-  assertTeamWide(caller);
+export async function removeSuppression({ db }: SuppressionDeps, caller: Caller, { email }: { email: string }) {
+  assertTeamWide(caller, TEAM_WIDE);
   const address = normalizeEmail(email)?.toLowerCase();
   if (!address || !(await suppressions.removeSuppression(db, caller.teamId, address))) throw notFound('Suppression');
   return { success: true };

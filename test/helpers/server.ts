@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startMailroom, type RunningService } from '../../src/main.js';
 import { createApiKey } from '../../src/services/api-keys.js';
 import { createTeam } from '../../src/services/teams.js';
 import type { Permission } from '../../src/db/schema.js';
 import { createTestDatabase } from './database.js';
 
-export type TestServer = RunningServer & {
+export type TestServer = RunningService & {
   /** A new team with a full-permission key. */
   team(name?: string): Promise<{ teamId: number; apiKey: string }>;
   key(teamId: number, permission: Permission, domainId?: number): Promise<string>;
@@ -33,12 +33,12 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', ...env,
   });
   if (options.inbound) config.inboundSmtpPort = 0;
-  const server = await startServer(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
+  const server = await startMailroom(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
   const { db } = server.deps;
   return {
     ...server,
-    team: async (name = 'Team') => createTeam(db, name),
-    key: async (teamId, permission, domainId) => (await createApiKey(db, { teamId, permission, domainId })).apiKey,
+    team: async (name = 'Team') => createTeam({ db }, { name }),
+    key: async (teamId, permission, domainId) => (await createApiKey({ db }, { teamId, permission, domainId })).apiKey,
     call: (method, path, options = {}) => call(server.url, method, path, options),
     stop: async () => {
       await server.close();

@@ -1,5 +1,5 @@
 import type { EmailStatus } from '../../db/schema.js';
-import type { Envelope } from '../message.js';
+import type { Envelope } from '../../mail/mime.js';
 
 /** What a receiver reported after accepting the message (the capture transport's simulator). */
 export type Feedback = {

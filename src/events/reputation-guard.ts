@@ -4,13 +4,15 @@ import { pauseCampaignsOfDomain } from '../data/campaigns.js';
 import type { Counted } from '../data/email-events.js';
 import { recentWindow } from '../data/email-stats.js';
 import type { Logger } from '../log.js';
-import { percentOf } from './analytics.js';
 
 export type GuardDeps = {
   db: Db;
   config: Pick<Config, 'reputationMaxBounceRate' | 'reputationMaxComplaintRate' | 'reputationMinDelivered'>;
   log: Logger;
 };
+
+/** `part` as a percentage of `whole`; 0 of nothing. */
+export const percentOf = (part: number, whole: number) => (whole === 0 ? 0 : (part * 100) / whole);
 
 const shown = (rate: number) => `${Number(rate.toFixed(2))}%`;
 

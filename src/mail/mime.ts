@@ -1,49 +1,24 @@
-import type { ClaimedEmail, NewEmail } from '../data/emails.js';
-import type { StoredAttachment } from '../db/schema.js';
-import { asciiHostname, domainOf, parseMailbox } from '../email-address.js';
+import { addressOf, parseMailbox } from './address.js';
 
-/** What the builder needs of an email row. */
-export type OutgoingEmail = Pick<
-  NewEmail,
-  'id' | 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'html' | 'text' | 'headers' | 'attachments' | 'messageId'
->;
+export type MailAttachment = { filename: string; contentType: string; /** base64 */ content: string };
 
-/** A claimed email row as the builder takes it. */
-export const outgoingEmail = (email: ClaimedEmail): OutgoingEmail => ({
-  id: email.id,
-  from: email.from_address,
-  to: email.to_addresses,
-  cc: email.cc_addresses,
-  bcc: email.bcc_addresses,
-  replyTo: email.reply_to_addresses,
-  subject: email.subject,
-  html: email.html,
-  text: email.text,
-  headers: email.headers,
-  attachments: email.attachments,
-  messageId: email.message_id,
-});
-
-export type Envelope = { from: string; to: string[] };
-
-/**
- * The header fields Mailroom writes itself; a caller's `headers` may not set them (compared
- * lower-case; `List-Unsubscribe*` and `Content-*` are prefixes).
- */
-export const OWN_HEADERS = ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'return-path', 'dkim-signature', 'mime-version', 'sender', 'reply-to'];
-export const OWN_HEADER_PREFIXES = ['content-', 'list-unsubscribe'];
-
-export const isOwnHeader = (name: string) => {
-  const lower = name.toLowerCase();
-  return OWN_HEADERS.includes(lower) || OWN_HEADER_PREFIXES.some((prefix) => lower.startsWith(prefix));
+/** An email as the builder takes it: mailboxes as stored (`addr` or `"Name" <addr>`). */
+export type OutgoingEmail = {
+  id: string;
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: MailAttachment[];
+  messageId: string;
 };
 
-/** The bare address of a mailbox as stored (`Name <a@b>` or `a@b`), its domain in ASCII. */
-export function addressOf(mailbox: string): string {
-  const address = parseMailbox(mailbox)?.address ?? mailbox;
-  const domain = domainOf(address);
-  return `${address.slice(0, address.length - domain.length)}${asciiHostname(domain) ?? domain}`;
-}
+export type Envelope = { from: string; to: string[] };
 
 const ASCII_PRINTABLE = /^[\x20-\x7e]*$/;
 const PLAIN_PHRASE = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]*$/;
@@ -139,7 +114,7 @@ function filenameParams(filename: string): string {
   return `; filename*=utf-8''${encoded}`;
 }
 
-function attachmentPart(attachment: StoredAttachment): string {
+function attachmentPart(attachment: MailAttachment): string {
   const params = filenameParams(attachment.filename);
   return (
     `Content-Type: ${attachment.contentType}${params.replace('filename', 'name')}\r\n` +

@@ -65,3 +65,36 @@ export function parseMailbox(input: string): { name: string | null; address: str
 export function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1);
 }
+
+/** The bare address of a mailbox as stored (`"Name" <a@b>` or `a@b`), its domain in ASCII. */
+export function addressOf(mailbox: string): string {
+  const address = parseMailbox(mailbox)?.address ?? mailbox;
+  const domain = domainOf(address);
+  return `${address.slice(0, address.length - domain.length)}${asciiHostname(domain) ?? domain}`;
+}
+
+/**
+ * A mailbox as it is stored: `addr`, or `"Name" <addr>`. Quotes and backslashes are dropped from
+ * the name, so the stored form always parses back to the same name and address.
+ */
+export const formatMailbox = (mailbox: { name: string | null; address: string }) =>
+  mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address;
+
+/** Splits a comma-separated list at the commas outside quotes and angle brackets. */
+export function splitAddressList(value: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  let angle = false;
+  for (const char of value) {
+    if (char === '"') quoted = !quoted;
+    else if (char === '<' && !quoted) angle = true;
+    else if (char === '>' && !quoted) angle = false;
+    if (char === ',' && !quoted && !angle) {
+      parts.push(current);
+      current = '';
+    } else current += char;
+  }
+  parts.push(current);
+  return parts.map((part) => part.trim()).filter(Boolean);
+}

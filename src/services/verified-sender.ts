@@ -1,6 +1,6 @@
 import type { Db } from '../db/connection.js';
 import { findDomainByName } from '../data/domains.js';
-import { asciiHostname, domainOf, parseMailbox } from '../email-address.js';
+import { asciiHostname, domainOf, parseMailbox } from '../mail/address.js';
 import { invalid } from '../errors.js';
 
 /**

@@ -1,14 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
 import { domainNameExists } from '../data/domains.js';
 import { findEmailForFeedback, type FeedbackEmail } from '../data/emails.js';
 import type { EmailStatus } from '../db/schema.js';
-import type { DsnRecipient, Report } from '../feedback/reports.js';
-import { parseVerp, returnPathHost, type VerpAddress } from '../feedback/verp.js';
-import { addressOf } from '../sending/message.js';
-import { recordEvents, type EventInput } from './email-events.js';
-import { unsubscribe } from './recipients.js';
-import type { GuardDeps } from './reputation-guard.js';
+import { recordEvents, type EventInput } from '../events/apply-events.js';
+import type { GuardDeps } from '../events/reputation-guard.js';
+import { addressOf } from '../mail/address.js';
+import { parseVerp, returnPathHost, type VerpAddress } from '../mail/verp.js';
+import { unsubscribe } from '../services/subscriptions.js';
+import type { DsnRecipient, Report } from './reports.js';
 
 export type FeedbackDeps = GuardDeps & { config: GuardDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
 
@@ -109,21 +108,5 @@ export async function unsubscribeByMail(deps: FeedbackDeps, to: VerpAddress): Pr
   if (to.kind !== 'unsubscribe') return false;
   const email = await emailAt(deps, to.emailId, to.host);
   if (!email?.campaign_id || !email.contact_id || !email.contact_book_id) return false;
-  return unsubscribe(deps.db, { k: 'u', t: email.team_id, m: email.campaign_id, e: email.id, b: email.contact_book_id, c: email.contact_id });
+  return unsubscribe(deps, { teamId: email.team_id, campaignId: email.campaign_id, emailId: email.id, bookId: email.contact_book_id, contactId: email.contact_id });
 }
-
-/** A tracking hit on an email, kept once per dedupe key; false when no such email exists. */
-async function recordTracking(deps: GuardDeps, emailId: string, event: Pick<EventInput, 'status' | 'data' | 'dedupeKey'>): Promise<boolean> {
-  const email = await findEmailForFeedback(deps.db, emailId);
-  if (!email) return false;
-  await recordEvents(deps, [{ teamId: email.team_id, emailId, ...event }]);
-  return true;
-}
-
-/** The first open of an email (the pixel loaded). */
-export const recordOpen = (deps: GuardDeps, emailId: string, userAgent: string | null) =>
-  recordTracking(deps, emailId, { status: 'OPENED', data: { userAgent }, dedupeKey: 'open' });
-
-/** The first click on each link of an email. */
-export const recordClick = (deps: GuardDeps, emailId: string, url: string, userAgent: string | null) =>
-  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, userAgent }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });

@@ -1,0 +1,20 @@
+import type { Config } from './config.js';
+import type { DatabaseKind, Db } from './db/connection.js';
+import type { Logger } from './log.js';
+import type { RecipientTokens } from './mail/tokens.js';
+import type { Signals } from './workers/signals.js';
+
+/**
+ * What the process hands to everything it starts: services, workers and entrances each take the
+ * part they use (`Pick<Deps, …>`), so a test can give them just that.
+ */
+export type Deps = {
+  db: Db;
+  dbKind: DatabaseKind;
+  config: Config;
+  log: Logger;
+  /** Signs and checks the links in mail (unsubscribe, confirmation, tracking). */
+  tokens: RecipientTokens;
+  /** Wakes this process's workers when a service made work due. */
+  signals: Signals;
+};

@@ -1,0 +1,77 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** What each kind of recipient link says: who it is for, and (a confirmation) until when it holds. */
+export type LinkFields = {
+  unsubscribe: { teamId: number; campaignId: string; emailId: string; bookId: string; contactId: string };
+  /** `expiresAt`: milliseconds since the epoch. */
+  confirm: { teamId: number; bookId: string; contactId: string; expiresAt: number };
+  /** Tracking: the email opened. */
+  open: { emailId: string };
+  /** Tracking: a link of the email clicked, with the one URL the click may lead to. */
+  click: { emailId: string; url: string };
+};
+export type LinkKind = keyof LinkFields;
+
+type FieldCodec = readonly [wireKey: string, type: 'string' | 'number'];
+
+/**
+ * How each kind is written in a token: a one-letter tag and one-letter keys keep links short.
+ * Links already sent must keep working, so these letters never change.
+ */
+const WIRE: { [K in LinkKind]: { tag: string; fields: { [F in keyof LinkFields[K]]: FieldCodec } } } = {
+  unsubscribe: {
+    tag: 'u',
+    fields: { teamId: ['t', 'number'], campaignId: ['m', 'string'], emailId: ['e', 'string'], bookId: ['b', 'string'], contactId: ['c', 'string'] },
+  },
+  confirm: { tag: 'c', fields: { teamId: ['t', 'number'], bookId: ['b', 'string'], contactId: ['c', 'string'], expiresAt: ['x', 'number'] } },
+  open: { tag: 'o', fields: { emailId: ['e', 'string'] } },
+  click: { tag: 'l', fields: { emailId: ['e', 'string'], url: ['u', 'string'] } },
+};
+
+/**
+ * Signs and checks the tokens of recipient links: base64url JSON, a dot, and its HMAC-SHA256 under
+ * the server secret. A token is only ever believed after its MAC matched in constant time, and
+ * only as the kind it was made for, with every field of that kind present and of its type.
+ */
+export class RecipientTokens {
+  private readonly key: Buffer;
+
+  constructor(secret: string) {
+    this.key = Buffer.from(secret, 'utf8');
+  }
+
+  sign<K extends LinkKind>(kind: K, fields: LinkFields[K]): string {
+    const { tag, fields: codecs } = WIRE[kind];
+    const wire: Record<string, unknown> = { k: tag };
+    for (const [name, [key]] of Object.entries<FieldCodec>(codecs)) wire[key] = fields[name as keyof LinkFields[K]];
+    const body = Buffer.from(JSON.stringify(wire)).toString('base64url');
+    return `${body}.${this.mac(body).toString('base64url')}`;
+  }
+
+  /** The fields of a well-formed, untampered token of that kind; null otherwise. */
+  verify<K extends LinkKind>(token: string, kind: K): LinkFields[K] | null {
+    const [body, mac, extra] = token.split('.');
+    if (!body || !mac || extra !== undefined) return null;
+    const given = Buffer.from(mac, 'base64url');
+    const expected = this.mac(body);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    let wire: Record<string, unknown>;
+    try {
+      wire = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+    const { tag, fields: codecs } = WIRE[kind];
+    if (typeof wire !== 'object' || wire === null || wire.k !== tag) return null;
+    const fields: Record<string, unknown> = {};
+    for (const [name, [key, type]] of Object.entries<FieldCodec>(codecs)) {
+      if (typeof wire[key] !== type) return null;
+      fields[name] = wire[key];
+    }
+    return fields as LinkFields[K];
+  }
+
+  private mac(body: string): Buffer {
+    return createHmac('sha256', this.key).update(body).digest();
+  }
+}
