@@ -60,8 +60,9 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
     await tick();
     if (!stopped) timer = setTimeout(loop, config.campaignPollMs);
   };
-  const unsubscribe = options.autostart === false ? null : deps.signals.on('campaignsDue', () => void tick());
-  if (options.autostart !== false) void loop();
+  const autostart = options.autostart !== false;
+  const unsubscribe = autostart ? deps.signals.on('campaignsDue', () => void tick()) : null;
+  if (autostart) void loop();
 
   return {
     tick,

@@ -9,9 +9,6 @@ export type DueCampaign = CampaignRow & { cursor_at: string | null; last_at: str
 /**
  * Locks one campaign with a batch due, skipping those another releaser holds; the caller's
  * transaction keeps it until the batch is committed. Uses campaigns_due.
- *
- *   SELECT … FROM campaigns WHERE next_release_at <= $now ORDER BY next_release_at LIMIT 1
- *   FOR UPDATE SKIP LOCKED
  */
 export async function claimDueCampaign(tx: Db, now: Date): Promise<DueCampaign | undefined> {
   const { rows } = await sql<DueCampaign>`
@@ -72,14 +69,6 @@ export type ReleaseBatch = {
  * Email ids lead with their creation time in milliseconds (then 74 random bits, as a UUIDv7 has),
  * so the id-keyed indexes (the primary key, emails_id) grow at their right edge instead of taking
  * each row on a random page.
- *
- *   WITH batch AS (SELECT … FROM contacts WHERE team_id = $t AND contact_book_id = $b
- *                    AND (created_at, id) > ($cursor) AND (created_at, id) <= ($last)
- *                  ORDER BY created_at, id LIMIT $n),
- *        inserted AS (INSERT INTO emails … SELECT … FROM batch WHERE subscribed AND NOT EXISTS (suppressed)
- *                     ON CONFLICT (team_id, campaign_id, contact_id) DO NOTHING RETURNING 1),
- *        moved AS (UPDATE campaigns SET cursor… = last of batch …)
- *   SELECT count(*) FROM inserted
  */
 export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scanned: number; released: number }> {
   const c = batch.campaign;

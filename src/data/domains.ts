@@ -18,22 +18,10 @@ const CLAIMED_COLUMNS = [
 
 export type ClaimedDomain = Pick<Selectable<DomainsTable>, (typeof CLAIMED_COLUMNS)[number]> & { claim_token: string };
 
-export async function findDomainByName(db: Db, teamId: number, name: string) {
-  return db
-    .selectFrom('domains')
-    .select(['id', 'name', 'status'])
-    .where('team_id', '=', teamId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-}
-
-export async function findDomainById(db: Db, teamId: number, id: number) {
-  return db
-    .selectFrom('domains')
-    .select(['id', 'name', 'status'])
-    .where('team_id', '=', teamId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+/** A domain of the team, by id or by name: its id, name and status. */
+export async function findDomainSummary(db: Db, teamId: number, key: { id: number } | { name: string }) {
+  const query = db.selectFrom('domains').select(['id', 'name', 'status']).where('team_id', '=', teamId);
+  return ('id' in key ? query.where('id', '=', key.id) : query.where('name', '=', key.name)).executeTakeFirst();
 }
 
 /** The status of each DNS record a domain needs. */

@@ -90,11 +90,6 @@ const sums = () => sql.join(COUNT_KINDS.map((kind) => sql`count(*) FILTER (WHERE
  * Counts each (email, kind) once: what email_counts did not have yet bumps the email's campaign
  * counters and its team's, domain's and day's counters (UTC), in one statement. Answers what was
  * newly counted. Uses the email_counts, emails, campaigns and daily_email_counts primary keys.
- *
- *   WITH counted AS (INSERT INTO email_counts … ON CONFLICT DO NOTHING RETURNING …),
- *        fresh AS (counted JOIN emails for campaign and domain),
- *        campaigns: UPDATE … + sums per campaign,
- *        daily: INSERT … ON CONFLICT (team_id, domain_id, day) DO UPDATE … + sums per domain
  */
 export async function countOnce(tx: Db, counts: { teamId: number; emailId: string; kind: CountKind }[], now: Date): Promise<Counted[]> {
   if (counts.length === 0) return [];

@@ -1,25 +1,15 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { EmailEventsTable, EmailStatus, EmailsTable, StoredAttachment } from '../db/schema.js';
+import type { EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
+import type { OutgoingEmail } from '../mail/mime.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 export type EmailEventRow = Pick<Selectable<EmailEventsTable>, 'email_id' | 'status' | 'data' | 'created_at'>;
 
-export type NewEmail = {
+/** An email to store: the message as it will be built, whose it is, and when it is due. */
+export type NewEmail = OutgoingEmail & {
   teamId: number;
-  id: string;
   domainId: number;
-  from: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  replyTo: string[];
-  subject: string;
-  html: string | null;
-  text: string | null;
-  headers: Record<string, string>;
-  attachments: StoredAttachment[];
-  messageId: string;
   scheduledAt: Date | null;
   sendAt: Date;
   createdAt: Date;

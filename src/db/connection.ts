@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { CopyingClient, pgliteWithCopy } from './copy.js';
 import type { Database } from './schema.js';
@@ -32,4 +32,9 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
     'pglite' in source ? source.pglite : await (await import('@electric-sql/pglite')).PGlite.create(path.join(source.dataDir, 'pgdata'));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: pgliteWithCopy(pglite) }) });
   return { db, kind: 'pglite', close: () => db.destroy() };
+}
+
+/** Whether the database answers a trivial query; throws what the driver throws when it does not. */
+export async function ping(db: Db): Promise<void> {
+  await sql`SELECT 1`.execute(db);
 }

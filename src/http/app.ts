@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { sql } from 'kysely';
 import type { z } from 'zod';
+import { ping } from '../db/connection.js';
 import { ApiError } from '../errors.js';
 import { parseOrThrow, validationError } from '../validation.js';
 import { authMiddleware, type AuthContext } from './auth.js';
@@ -36,7 +36,7 @@ export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hon
 
   app.get('/health', async (c) => {
     try {
-      await sql`SELECT 1`.execute(deps.db);
+      await ping(deps.db);
       return sendJson(c, { status: 'ok', database: deps.dbKind });
     } catch (error) {
       deps.log.error('health check failed', { error, requestId: c.get('requestId') });

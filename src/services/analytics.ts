@@ -1,4 +1,4 @@
-import { findDomainById } from '../data/domains.js';
+import { findDomainSummary } from '../data/domains.js';
 import { countsByDay, type DayCounts, type StatsScope } from '../data/email-stats.js';
 import type { Deps } from '../deps.js';
 import { notFound } from '../errors.js';
@@ -13,7 +13,7 @@ const DAY_MS = 86_400_000;
 async function scopeOf({ db }: AnalyticsDeps, caller: Caller, domainId: number | undefined): Promise<StatsScope> {
   if (domainId === undefined) return { teamId: caller.teamId, domainId: caller.domainId };
   assertDomainInScope(caller, domainId, `see metrics of domain ${domainId}`);
-  if (!(await findDomainById(db, caller.teamId, domainId))) throw notFound('Domain');
+  if (!(await findDomainSummary(db, caller.teamId, { id: domainId }))) throw notFound('Domain');
   return { teamId: caller.teamId, domainId };
 }
 

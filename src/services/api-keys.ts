@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import type { Permission } from '../db/schema.js';
 import * as keys from '../data/api-keys.js';
-import { findDomainById } from '../data/domains.js';
+import { findDomainSummary } from '../data/domains.js';
 import { findTeam } from '../data/teams.js';
 import { ApiError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -28,7 +28,7 @@ export async function createApiKey(
   input: { teamId: number; permission?: Permission; domainId?: number | null; name?: string | null },
 ) {
   if (!(await findTeam(db, input.teamId))) throw notFound(`Team ${input.teamId}`);
-  if (input.domainId != null && !(await findDomainById(db, input.teamId, input.domainId))) {
+  if (input.domainId != null && !(await findDomainSummary(db, input.teamId, { id: input.domainId }))) {
     throw new ApiError('NOT_FOUND', `Domain ${input.domainId} not found in team ${input.teamId}`);
   }
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');

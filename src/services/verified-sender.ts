@@ -1,5 +1,5 @@
 import type { Db } from '../db/connection.js';
-import { findDomainByName } from '../data/domains.js';
+import { findDomainSummary } from '../data/domains.js';
 import { asciiHostname, domainOf, parseMailbox } from '../mail/address.js';
 import { invalid } from '../errors.js';
 
@@ -11,7 +11,7 @@ export async function assertVerifiedSender(db: Db, teamId: number, from: string,
   const mailbox = parseMailbox(from);
   if (!mailbox) throw invalid(field, `"${from}" is not a valid email address`);
   const domainName = asciiHostname(domainOf(mailbox.address)) ?? domainOf(mailbox.address);
-  const domain = await findDomainByName(db, teamId, domainName);
+  const domain = await findDomainSummary(db, teamId, { name: domainName });
   if (!domain) {
     throw invalid(field, `domain ${domainName} is not registered for this team; add it with POST /v1/domains and verify it`);
   }

@@ -1,0 +1,88 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = path.resolve('src');
+
+/**
+ * The rooms of src/, top to bottom (the README's Architecture section draws the same picture). A
+ * file may import its own room and the rooms of lower layers; rooms side by side in one layer
+ * never import each other. A top-level file is a room of its own; `cli.ts` belongs to `cli/`.
+ */
+const LAYERS: string[][] = [
+  ['main'],
+  ['cli', 'server'],
+  ['api'],
+  ['http'],
+  ['feedback'],
+  ['services'],
+  ['campaigns'],
+  ['sending'],
+  ['domains'],
+  ['events'],
+  ['deps'],
+  ['data'],
+  ['db'],
+  ['scheduling', 'validation', 'secret'],
+  ['mail', 'workers', 'config', 'errors', 'log', 'ids'],
+];
+const layerOf = new Map(LAYERS.flatMap((rooms, layer) => rooms.map((room) => [room, layer] as const)));
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+function roomOf(file: string): string {
+  const [first, ...rest] = path.relative(SRC, file).split(path.sep);
+  return rest.length > 0 ? first! : first!.replace(/\.ts$/, '');
+}
+
+/** Every module a file names in an import or export (static, type-only or dynamic). */
+function specifiers(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const found = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s+'([^']+)'/g), ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)];
+  return found.map((match) => match[1]!);
+}
+
+const files = sourceFiles(SRC);
+const imports = files.flatMap((file) =>
+  specifiers(file).map((specifier) => ({
+    file: path.relative(SRC, file),
+    from: roomOf(file),
+    specifier,
+    to: specifier.startsWith('.') ? roomOf(path.resolve(path.dirname(file), specifier)) : null,
+  })),
+);
+
+describe('the house is one-way', () => {
+  it('every folder and top-level file of src/ has its place in the layers', () => {
+    const unplaced = [...new Set(files.map(roomOf))].filter((room) => !layerOf.has(room));
+    expect(unplaced).toEqual([]);
+    expect(imports.length).toBeGreaterThan(100);
+  });
+
+  it('imports flow down the layers: nothing imports a room above it or beside it', () => {
+    const upward = imports
+      .filter((edge) => edge.to !== null && edge.to !== edge.from && layerOf.get(edge.to)! <= layerOf.get(edge.from)!)
+      .map((edge) => `${edge.file} (${edge.from}) imports ${edge.specifier} (${edge.to})`);
+    expect(upward).toEqual([]);
+  });
+
+  it('mail/ is pure: it imports only itself and node built-ins, never the database, the network or the config', () => {
+    const outside = imports
+      .filter((edge) => edge.from === 'mail' && !(edge.to === 'mail' || edge.specifier === 'node:crypto' || edge.specifier === 'node:url'))
+      .map((edge) => `${edge.file} imports ${edge.specifier}`);
+    expect(outside).toEqual([]);
+  });
+
+  it('SQL is written only in data/ and db/', () => {
+    const querying = imports
+      .filter((edge) => edge.specifier === 'kysely' && edge.from !== 'data' && edge.from !== 'db')
+      .map((edge) => edge.file);
+    expect(querying).toEqual([]);
+  });
+});
