@@ -47,6 +47,7 @@ const envSchema = z.object({
   SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   DNS_SERVERS: z
@@ -97,6 +98,8 @@ export type Config = {
   secret: string | null;
   role: 'all' | 'api' | 'worker';
   rateLimitPerSecond: number;
+  /** Requests with a missing or wrong key one client address may make per minute before it gets 429s. */
+  authFailuresPerMinute: number;
   maxBodyBytes: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Resolvers for domain verification; empty means the system's. */
@@ -167,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secret: e.SECRET ?? null,
     role: e.ROLE,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     maxBodyBytes: e.MAX_BODY_BYTES,
     logLevel: e.LOG_LEVEL,
     dnsServers: e.DNS_SERVERS ?? [],

@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
 import { apiRoutes } from './api/index.js';
+import { ApiError } from './errors.js';
 import { recipientPages } from './feedback/pages.js';
 import { createApp } from './http/app.js';
 import type { AppDeps } from './http/deps.js';
@@ -13,12 +15,28 @@ export type HttpServer = {
   close(): Promise<void>;
 };
 
+/**
+ * A request node cannot even parse (headers over its 16 KiB limit, broken framing) still gets the
+ * one error shape, rather than node's bare status line.
+ */
+function answerUnreadableRequest(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || error.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const body = JSON.stringify(new ApiError('BAD_REQUEST', tooLarge ? 'Request header fields are larger than 16 KiB' : 'Malformed HTTP request').toBody());
+  const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
 /** The HTTP side of the process: the API and the recipients' pages, listening on PORT. */
 export async function startHttpServer(deps: AppDeps): Promise<HttpServer> {
   const app = createApp(deps, { routes: apiRoutes, pages: recipientPages(deps) });
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
   // Keep-alive sockets would otherwise hold a graceful close open until they time out.
   http.keepAliveTimeout = 5_000;
+  http.on('clientError', answerUnreadableRequest);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(deps.config.port, deps.config.host, () => resolve());

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { invalid } from '../errors.js';
 import { defineRoute } from '../http/route.js';
 import * as service from '../services/emails.js';
-import { OWN_HEADERS, OWN_HEADER_PREFIXES } from '../mail/headers.js';
+import { OWN_HEADERS, OWN_HEADER_PREFIXES, TRUST_HEADERS, TRUST_HEADER_PREFIXES } from '../mail/headers.js';
 
 const TAG = 'Emails';
 
@@ -48,7 +48,8 @@ export const emailBody = z.object({
   cc: addresses.optional(),
   bcc: addresses.optional().describe('Delivered to, never shown in the message'),
   headers: headers.optional().describe(
-    `Extra header fields. Not allowed: ${OWN_HEADERS.join(', ')} and names starting with ${OWN_HEADER_PREFIXES.join(', ')} (Mailroom writes those).`,
+    `Extra header fields. Not allowed: ${OWN_HEADERS.join(', ')} and names starting with ${OWN_HEADER_PREFIXES.join(', ')} (Mailroom writes those); ` +
+      `${TRUST_HEADERS.join(', ')} and names starting with ${TRUST_HEADER_PREFIXES.join(', ')} (receiving servers write those).`,
   ),
   attachments: z.array(attachment).max(MAX_ATTACHMENTS).optional(),
   scheduledAt: scheduledAt.optional().describe('ISO 8601, or natural language ("tomorrow 9am", "in 2 hours") read in SCHEDULE_TIMEZONE'),
@@ -82,11 +83,16 @@ const emailEvent = z.object({
 const emailParams = z.object({ emailId: z.string().min(3).max(128) });
 const emailIdResponse = z.object({ emailId: z.string() });
 
+const EARLIEST_DATE = new Date('1970-01-01T00:00:00Z');
+const LATEST_DATE = new Date('9999-12-31T23:59:59.999Z');
+
 const isoDate = z
   .string()
   .regex(ISO_DATE, 'must be an ISO 8601 date or date-time')
   .transform((value) => new Date(value))
-  .refine((date) => !Number.isNaN(date.getTime()), 'must be a real date');
+  .refine((date) => !Number.isNaN(date.getTime()), 'must be a real date')
+  // Mail has no dates before the epoch, and the database none past year 9999.
+  .refine((date) => date >= EARLIEST_DATE && date <= LATEST_DATE, 'must be between 1970-01-01 and 9999-12-31');
 
 export const listEmailsQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),

@@ -11,6 +11,8 @@ type EditorNode = {
   content?: EditorNode[];
 };
 
+// Real documents nest a few levels (doc, list, item, paragraph, text); a bound keeps rendering off the stack's limit.
+const MAX_DEPTH = 64;
 const FONT = 'font-family:-apple-system,BlinkMacSystemFont,Segoe UI,Helvetica,Arial,sans-serif';
 const attr = (value: unknown) => escapeHtml(typeof value === 'string' || typeof value === 'number' ? String(value) : '');
 /** Only web and mail links, and placeholders that become one: a `javascript:` href renders as none. */
@@ -84,16 +86,22 @@ export function renderEditorContent(content: string, field = 'content'): string 
     throw invalid(field, 'must be the email editor JSON document (a {"type":"doc","content":[…]} object)');
   }
   const unknown = new Set<string>();
-  const render = (node: EditorNode): string => {
+  let tooDeep = false;
+  const render = (node: EditorNode, depth: number): string => {
+    if (depth > MAX_DEPTH) {
+      tooDeep = true;
+      return '';
+    }
     const type = String(node?.type);
     const renderer = NODES[type];
     if (!renderer) {
       unknown.add(type);
       return '';
     }
-    return renderer(node, () => (Array.isArray(node.content) ? node.content.map(render).join('') : ''));
+    return renderer(node, () => (Array.isArray(node.content) ? node.content.map((child) => render(child, depth + 1)).join('') : ''));
   };
-  const body = render(doc);
+  const body = render(doc, 0);
+  if (tooDeep) throw invalid(field, `nests nodes deeper than ${MAX_DEPTH} levels`);
   if (unknown.size > 0) throw invalid(field, `has node types this editor cannot render: ${[...unknown].join(', ')}`);
   return (
     '<!DOCTYPE html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"></head>' +

@@ -77,7 +77,7 @@ export class CampaignRenderer implements CampaignComposer {
         html: renderTemplate(template.html, values, true),
         text: renderTemplate(template.text, values, false),
         headers: {
-          'List-Unsubscribe': `<${unsubscribe}>, <mailto:${unsubscribeAddress(email.id, domain, this.config.returnPathSubdomain)}?subject=unsubscribe>`,
+          'List-Unsubscribe': `<${unsubscribe}>, <mailto:${unsubscribeAddress({ emailId: email.id, tag: this.tokens.addressTag(email.id) }, domain, this.config.returnPathSubdomain)}?subject=unsubscribe>`,
           'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
           Precedence: 'bulk',
         },

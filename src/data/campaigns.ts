@@ -61,8 +61,14 @@ export async function findCampaign(db: Db, teamId: number, id: string, forUpdate
 }
 
 /** Newest first through campaigns_team_created; `search` matches name or subject. */
-export async function listCampaigns(db: Db, teamId: number, filter: { status?: CampaignStatus; search?: string }, page: { offset: number; limit: number }) {
+export async function listCampaigns(
+  db: Db,
+  teamId: number,
+  filter: { domainId: number | null; status?: CampaignStatus; search?: string },
+  page: { offset: number; limit: number },
+) {
   let query = db.selectFrom('campaigns').where('team_id', '=', teamId);
+  if (filter.domainId !== null) query = query.where('domain_id', '=', filter.domainId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.search) {
     const pattern = `%${filter.search.replace(/[\\%_]/g, '\\$&')}%`;

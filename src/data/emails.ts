@@ -203,21 +203,26 @@ export async function releaseClaims(tx: Db, token: string, releases: ClaimReleas
 }
 
 export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'contact_id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'message_id'> & {
-  /** The sending domain's name; null once the domain is deleted. */
+  /** The sending domain's name and DKIM key; null once the domain is deleted. */
   domain_name: string | null;
+  dkim_selector: string | null;
+  dkim_public_key: string | null;
+  /** Whether a receiving server ever took the message (it has a SENT event). */
+  handed_over: boolean;
   /** The book of the email's campaign, while the campaign and its book exist. */
   contact_book_id: string | null;
 };
 
 /**
  * An email named by feedback (a VERP address, a tracking token) with what attributing the feedback
- * needs, whatever its team: email ids are unique across teams. Uses emails_id, then the domains and
- * campaigns primary keys.
+ * needs, whatever its team: email ids are unique across teams. Uses emails_id, then the domains,
+ * campaigns and email_events primary keys.
  */
 export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {
   const { rows } = await sql<FeedbackEmail>`
     SELECT e.team_id, e.id, e.campaign_id, e.contact_id, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.message_id,
-      d.name AS domain_name, c.contact_book_id
+      d.name AS domain_name, d.dkim_selector, d.dkim_public_key, c.contact_book_id,
+      EXISTS (SELECT 1 FROM email_events ev WHERE ev.team_id = e.team_id AND ev.email_id = e.id AND ev.status = 'SENT') AS handed_over
     FROM emails e
     LEFT JOIN domains d ON d.team_id = e.team_id AND d.id = e.domain_id
     LEFT JOIN campaigns c ON c.team_id = e.team_id AND c.id = e.campaign_id

@@ -1,15 +1,17 @@
 import type { Config } from '../config.js';
 import { domainNameExists } from '../data/domains.js';
+import type { Deps } from '../deps.js';
+import { verifyHeaderSignature } from '../domains/dkim.js';
 import { findEmailForFeedback, type FeedbackEmail } from '../data/emails.js';
 import type { EmailStatus } from '../db/schema.js';
 import { recordEvents, type EventInput } from '../events/apply-events.js';
 import type { GuardDeps } from '../events/reputation-guard.js';
 import { addressOf } from '../mail/address.js';
-import { parseVerp, returnPathHost, type VerpAddress } from '../mail/verp.js';
+import { parseFeedbackTag, parseVerp, returnPathHost, type TaggedEmail, type VerpAddress } from '../mail/verp.js';
 import { unsubscribe } from '../services/subscriptions.js';
 import type { DsnRecipient, Report } from './reports.js';
 
-export type FeedbackDeps = GuardDeps & { config: GuardDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
+export type FeedbackDeps = GuardDeps & Pick<Deps, 'tokens'> & { config: GuardDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
 
 /** The email an address on a return-path host names, when that host is its domain's. */
 async function emailAt(deps: FeedbackDeps, emailId: string, host: string): Promise<FeedbackEmail | null> {
@@ -18,9 +20,16 @@ async function emailAt(deps: FeedbackDeps, emailId: string, host: string): Promi
   return returnPathHost(email.domain_name, deps.config.returnPathSubdomain) === host ? email : null;
 }
 
+/** The email a tagged id names, when its tag is the one we made for it and `host` is its domain's return-path host. */
+async function emailOfTagged(deps: FeedbackDeps, tagged: TaggedEmail, host: string): Promise<FeedbackEmail | null> {
+  if (!deps.tokens.checkAddressTag(tagged.emailId, tagged.tag)) return null;
+  return emailAt(deps, tagged.emailId, host);
+}
+
 /**
- * Which of Mailroom's addresses an inbound recipient is: a VERP address of an email sent from that
- * host's domain, or the feedback-loop address of a known domain. Null: refuse it at RCPT.
+ * Which of Mailroom's addresses an inbound recipient is: a VERP address (with its valid tag) of an
+ * email sent from that host's domain, or the feedback-loop address of a known domain. Null: refuse
+ * it at RCPT.
  */
 export async function resolveInboundRecipient(deps: FeedbackDeps, address: string): Promise<VerpAddress | null> {
   const verp = parseVerp(address);
@@ -28,22 +37,28 @@ export async function resolveInboundRecipient(deps: FeedbackDeps, address: strin
   const prefix = `${deps.config.returnPathSubdomain}.`;
   if (!verp.host.startsWith(prefix)) return null;
   if (verp.kind === 'fbl') return (await domainNameExists(deps.db, verp.host.slice(prefix.length))) ? verp : null;
-  return (await emailAt(deps, verp.emailId, verp.host)) ? verp : null;
+  return (await emailOfTagged(deps, verp, verp.host)) ? verp : null;
 }
 
 /**
- * The email a report is about: the one its VERP address names, or else (mail to the feedback-loop
- * address) the one the quoted original names by its Return-Path or Message-ID, sent from the
- * domain the report came to.
+ * The email a report is about, believed only with proof that the sender of the report holds mail
+ * we sent: the tagged VERP address it came to; or else (mail to the feedback-loop address) the
+ * tagged return path or feedback header the quoted original carries, or the quoted original's
+ * header block bearing a DKIM signature made with the domain's key. A Message-ID alone proves
+ * nothing: it is no secret.
  */
 async function attribute(deps: FeedbackDeps, to: VerpAddress, report: Report): Promise<FeedbackEmail | null> {
-  if (to.kind !== 'fbl') return emailAt(deps, to.emailId, to.host);
+  if (to.kind !== 'fbl') return emailOfTagged(deps, to, to.host);
   const returnPath = report.original.returnPath ? parseVerp(report.original.returnPath) : null;
-  if (returnPath?.kind === 'bounces') return emailAt(deps, returnPath.emailId, to.host);
-  const messageId = report.original.messageId;
-  if (!messageId?.includes('@')) return null;
+  if (returnPath?.kind === 'bounces') return emailOfTagged(deps, returnPath, to.host);
+  const feedbackTag = report.original.feedbackTag ? parseFeedbackTag(report.original.feedbackTag) : null;
+  if (feedbackTag) return emailOfTagged(deps, feedbackTag, to.host);
+  const { messageId, headers } = report.original;
+  if (!messageId?.includes('@') || !headers) return null;
   const email = await emailAt(deps, messageId.slice(0, messageId.lastIndexOf('@')), to.host);
-  return email?.message_id === `<${messageId}>` ? email : null;
+  if (email?.message_id !== `<${messageId}>` || !email.dkim_selector || !email.dkim_public_key) return null;
+  const signedByUs = verifyHeaderSignature(headers, { domain: email.domain_name!, selector: email.dkim_selector, publicKey: email.dkim_public_key });
+  return signedByUs ? email : null;
 }
 
 const recipientsOf = (email: FeedbackEmail) =>
@@ -68,22 +83,29 @@ function dsnEvent(recipient: DsnRecipient, reportingMta: string | null): { statu
   return null;
 }
 
-/** The events a report makes for its email; each carries a key from the report, so the same report applies once. */
+/**
+ * The events a report makes for its email; each carries a key from the report, so the same report
+ * applies once. Only what the report says of the email's own recipients counts, and only once the
+ * email was handed over: nothing can bounce or be complained about before it left.
+ */
 function reportEvents(email: FeedbackEmail, report: Report): EventInput[] {
+  if (!email.handed_over) return [];
   const base = { teamId: email.team_id, emailId: email.id };
   const own = recipientsOf(email);
   if (report.kind === 'dsn') {
     return report.recipients.flatMap((recipient): EventInput[] => {
       const event = dsnEvent(recipient, report.reportingMta);
-      if (!event) return [];
       const address = recipient.recipient.toLowerCase();
-      const suppress = event.status === 'BOUNCED' && own.includes(address) ? { addresses: [address], reason: 'HARD_BOUNCE' as const } : undefined;
-      return [{ ...base, ...event, dedupeKey: `dsn:${report.fingerprint}:${address}`, ...(suppress ? { suppress } : {}) }];
+      if (!event || !own.includes(address)) return [];
+      const suppress = event.status === 'BOUNCED' ? { suppress: { addresses: [address], reason: 'HARD_BOUNCE' as const } } : {};
+      return [{ ...base, ...event, dedupeKey: `dsn:${report.fingerprint}:${address}`, ...suppress }];
     });
   }
   // "not-spam" is a recipient taking a message out of their spam folder: good news, no complaint.
   if (report.feedbackType === 'not-spam') return [];
   const named = report.recipients.map((address) => address.toLowerCase()).filter((address) => own.includes(address));
+  // A report that names its complainants, none of them a recipient of this email, is about someone else.
+  if (report.recipients.length > 0 && named.length === 0) return [];
   const complainants = named.length > 0 ? named : own.length === 1 ? own : [];
   return [{
     ...base,
@@ -94,11 +116,15 @@ function reportEvents(email: FeedbackEmail, report: Report): EventInput[] {
   }];
 }
 
-/** Applies a bounce or complaint report that came to one of Mailroom's addresses; null when no email of ours is its subject. */
+/**
+ * Applies a bounce or complaint report that came to one of Mailroom's addresses; null when it
+ * proves no email of ours, or says nothing believable about one.
+ */
 export async function applyReport(deps: FeedbackDeps, to: VerpAddress, report: Report): Promise<{ emailId: string; events: string[] } | null> {
   const email = await attribute(deps, to, report);
   if (!email) return null;
   const events = reportEvents(email, report);
+  if (events.length === 0) return null;
   await recordEvents(deps, events);
   return { emailId: email.id, events: events.map((event) => event.status) };
 }
@@ -106,7 +132,7 @@ export async function applyReport(deps: FeedbackDeps, to: VerpAddress, report: R
 /** A message to the List-Unsubscribe mailto: address unsubscribes the campaign recipient, as the link does. */
 export async function unsubscribeByMail(deps: FeedbackDeps, to: VerpAddress): Promise<boolean> {
   if (to.kind !== 'unsubscribe') return false;
-  const email = await emailAt(deps, to.emailId, to.host);
+  const email = await emailOfTagged(deps, to, to.host);
   if (!email?.campaign_id || !email.contact_id || !email.contact_book_id) return false;
   return unsubscribe(deps, { teamId: email.team_id, campaignId: email.campaign_id, emailId: email.id, bookId: email.contact_book_id, contactId: email.contact_id });
 }

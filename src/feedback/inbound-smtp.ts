@@ -3,6 +3,7 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 's
 import type { Logger } from '../log.js';
 import { parseVerp, type VerpAddress } from '../mail/verp.js';
 import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from './attribution.js';
+import { ClientLimits } from './client-limits.js';
 import { parseReport, type Report } from './reports.js';
 
 export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & { inboundSmtpMaxBytes: number } };
@@ -11,6 +12,9 @@ export type InboundListener = { port: number; close(): Promise<void> };
 // A report names one message; more of our addresses than this in one transaction is not feedback.
 const MAX_RECIPIENTS = 10;
 const MAX_CLIENTS = 100;
+// A receiving MTA sends its reports over a few connections, a dozen commands per message.
+const MAX_CLIENTS_PER_ADDRESS = 10;
+const MAX_COMMANDS_PER_SESSION = 1000;
 const SOCKET_TIMEOUT_MS = 60_000;
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
@@ -60,11 +64,12 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
       }
       const applied = await applyReport(deps, to, report);
       if (applied) log.info('feedback report applied', { kind: report.kind, ...applied });
-      else log.warn('feedback report dropped: it names no email sent from this domain', { kind: report.kind, from, to: to.host, original: report.original });
+      else log.warn('feedback report dropped: it proves no email sent from this domain, or names none of its recipients', { kind: report.kind, from, to: to.host, original: report.original });
     }
   };
 
-  const server = new SMTPServer({
+  const limits = new ClientLimits({ perClient: MAX_CLIENTS_PER_ADDRESS, commandsPerSession: MAX_COMMANDS_PER_SESSION });
+  const server: SMTPServer = new SMTPServer({
     banner: 'Mailroom feedback receiver',
     name: options.host,
     // Bounces arrive unauthenticated and, on a private host, in the clear.
@@ -77,6 +82,8 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
     maxClients: MAX_CLIENTS,
     socketTimeout: SOCKET_TIMEOUT_MS,
     closeTimeout: 5_000,
+    onConnect: (session, callback) => limits.admit(server, session, callback),
+    onClose: (session) => limits.release(session),
     onRcptTo(address, _session, callback) {
       resolveInboundRecipient(deps, address.address).then(
         (to) => callback(to ? undefined : smtpError(550, '5.1.1 No such recipient here')),

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import PostalMime from 'postal-mime';
+import { FEEDBACK_TAG_HEADER } from '../mail/verp.js';
 
 /**
  * Reads the machine part of the reports receivers send back: RFC 3464 delivery status
@@ -17,8 +18,11 @@ export type DsnRecipient = {
   remoteMta: string | null;
 };
 
-/** What the report quotes of the message it is about: how it is attributed. */
-export type OriginalMessage = { messageId: string | null; returnPath: string | null };
+/**
+ * What the report quotes of the message it is about: how it is attributed, and the quoted header
+ * block itself, whose DKIM signature can prove the message was ours.
+ */
+export type OriginalMessage = { messageId: string | null; returnPath: string | null; feedbackTag: string | null; headers: string | null };
 
 export type Report =
   | { kind: 'dsn'; reportingMta: string | null; recipients: DsnRecipient[]; original: OriginalMessage; fingerprint: string }
@@ -74,11 +78,16 @@ function addressField(value: string | null): string | null {
 
 /** The header block of a quoted message (a message/rfc822 part, or just its headers). */
 function originalOf(text: string | null): OriginalMessage {
-  if (!text) return { messageId: null, returnPath: null };
+  if (!text) return { messageId: null, returnPath: null, feedbackTag: null, headers: null };
   const headerBlock = text.split(/\r?\n\r?\n/, 1)[0] ?? '';
   const [fields] = fieldGroups(headerBlock);
   const angle = (value: string | null) => value?.match(/<([^<>]+)>/)?.[1] ?? value?.trim() ?? null;
-  return { messageId: angle(first(fields, 'message-id')), returnPath: angle(first(fields, 'return-path')) };
+  return {
+    messageId: angle(first(fields, 'message-id')),
+    returnPath: angle(first(fields, 'return-path')),
+    feedbackTag: first(fields, FEEDBACK_TAG_HEADER.toLowerCase()),
+    headers: headerBlock,
+  };
 }
 
 const fingerprint = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32);

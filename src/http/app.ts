@@ -102,7 +102,10 @@ async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   }
   const params = route.params ? parseInput(route.params, c.req.param()) : undefined;
   const query = route.query ? parseInput(route.query, c.req.query()) : undefined;
-  const body = route.body ? parseInput(route.body, await readJsonBody(c)) : undefined;
+  // A call that takes no body still refuses one that is not JSON, as every other call does; a
+  // JSON body it takes no fields from is ignored like unknown fields are.
+  const raw = await readJsonBody(c);
+  const body = route.body ? parseInput(route.body, raw) : undefined;
   const result = await route.handler({ params, query, body, auth, deps, c } as never);
   return sendJson(c, result);
 }

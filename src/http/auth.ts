@@ -1,30 +1,47 @@
-import type { MiddlewareHandler } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
 import { authenticate, type AuthContext } from '../services/api-keys.js';
 import { ApiError } from '../errors.js';
 import type { AppDeps } from './deps.js';
+import { RateLimiter, type RateDecision } from './rate-limit.js';
 
 export type { AuthContext };
 
 // The scheme is case-insensitive and may be followed by several spaces (RFC 9110 §11.4).
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
 
-/** Resolves the bearer token to its team and key, then charges the team's rate limit. */
+function refuseOverLimit(c: Context, decision: RateDecision, message: string): never {
+  c.header('Retry-After', String(decision.resetSeconds));
+  throw new ApiError('RATE_LIMITED', message);
+}
+
+/**
+ * Resolves the bearer token to its team and key, then charges the team's rate limit. A client
+ * address whose requests keep failing authentication is refused with 429 for the rest of the
+ * minute before any key is looked up, so keys cannot be guessed or the database flooded for free.
+ * A call the key turns out not to be allowed (403) gives its place in the team's limit back.
+ */
 export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { auth: AuthContext } }> {
+  const failures = new RateLimiter<string>(60_000);
+  const perMinute = deps.config.authFailuresPerMinute;
   return async (c, next) => {
+    const client = getConnInfo(c).remote.address ?? 'unknown';
+    const standing = failures.peek(client, perMinute);
+    if (!standing.allowed) refuseOverLimit(c, standing, `Too many requests with a missing or invalid API key from ${client}; retry after ${standing.resetSeconds} s`);
     const match = BEARER.exec(c.req.header('authorization')?.trim() ?? '');
-    if (!match) throw new ApiError('UNAUTHORIZED', 'Missing or malformed Authorization header: expected "Bearer <api key>"');
-    const auth = await authenticate(deps, match[1]!);
-    if (!auth) throw new ApiError('UNAUTHORIZED', 'Invalid API key');
+    const auth = match ? await authenticate(deps, match[1]!) : null;
+    if (!auth) {
+      failures.take(client, perMinute);
+      throw new ApiError('UNAUTHORIZED', match ? 'Invalid API key' : 'Missing or malformed Authorization header: expected "Bearer <api key>"');
+    }
     c.set('auth', auth);
 
     const decision = deps.rateLimiter.take(auth.teamId, auth.rateLimitPerSecond ?? deps.config.rateLimitPerSecond);
     c.header('X-RateLimit-Limit', String(decision.limit));
     c.header('X-RateLimit-Remaining', String(decision.remaining));
     c.header('X-RateLimit-Reset', String(decision.resetSeconds));
-    if (!decision.allowed) {
-      c.header('Retry-After', String(decision.resetSeconds));
-      throw new ApiError('RATE_LIMITED', `Rate limit of ${decision.limit} requests per second exceeded; retry after ${decision.resetSeconds} s`);
-    }
+    if (!decision.allowed) refuseOverLimit(c, decision, `Rate limit of ${decision.limit} requests per second exceeded; retry after ${decision.resetSeconds} s`);
     await next();
+    if (c.res.status === 403) deps.rateLimiter.refund(auth.teamId);
   };
 }

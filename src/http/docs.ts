@@ -16,7 +16,7 @@ const page = `<!doctype html>
 <link rel="stylesheet" href="/docs/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#ui', persistAuthorization: true });</script>
+<script>SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#ui', persistAuthorization: false });</script>
 </body></html>`;
 
 /** The interactive reference, served from the package's own files so it works with no internet. */

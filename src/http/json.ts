@@ -13,6 +13,26 @@ export function sendError(c: Context, error: ApiError) {
 }
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+// No request of this API nests deeper than a few levels; a bound keeps every walk over the body
+// (ours and the schemas') far from the stack's limit.
+export const MAX_JSON_DEPTH = 32;
+
+/** Whether JSON text nests objects and arrays deeper than `limit`; one pass, strings skipped. */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === 0x5c) i++;
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x7b || char === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (char === 0x7d || char === 0x5d) depth--;
+  }
+  return false;
+}
 
 /**
  * Reads a JSON request body. An empty body reads as `{}` (clients send no body for calls whose
@@ -23,6 +43,9 @@ export async function readJsonBody(c: Context): Promise<unknown> {
   if (text.trim() === '') return {};
   if (!JSON_CONTENT_TYPE.test(c.req.header('content-type') ?? '')) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be JSON (Content-Type: application/json)');
+  }
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new ApiError('BAD_REQUEST', `Malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   try {
     return JSON.parse(text);

@@ -52,8 +52,10 @@ export class RecipientTokens {
   verify<K extends LinkKind>(token: string, kind: K): LinkFields[K] | null {
     const [body, mac, extra] = token.split('.');
     if (!body || !mac || extra !== undefined) return null;
-    const given = Buffer.from(mac, 'base64url');
-    const expected = this.mac(body);
+    // Compared as text: base64url decoding forgives padding, the standard alphabet and the spare
+    // bits of the last character, and a token must have exactly one accepted spelling.
+    const given = Buffer.from(mac);
+    const expected = Buffer.from(this.mac(body).toString('base64url'));
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     let wire: Record<string, unknown>;
     try {
@@ -69,6 +71,23 @@ export class RecipientTokens {
       fields[name] = wire[key];
     }
     return fields as LinkFields[K];
+  }
+
+  /**
+   * The tag that proves an address naming this email was made here (the VERP return path, the
+   * List-Unsubscribe mailto): 64 bits of the HMAC, in lower-case hex so that mail servers which
+   * change the case of a local part do not break it. Link tokens are MACs of base64url text, which
+   * never contains the ':' that starts this input, so neither can stand in for the other.
+   */
+  addressTag(emailId: string): string {
+    return createHmac('sha256', this.key).update(`address:${emailId}`).digest('hex').slice(0, 16);
+  }
+
+  /** Whether `tag` is this email's address tag, compared in constant time. */
+  checkAddressTag(emailId: string, tag: string): boolean {
+    const expected = Buffer.from(this.addressTag(emailId));
+    const given = Buffer.from(tag.toLowerCase());
+    return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
   private mac(body: string): Buffer {

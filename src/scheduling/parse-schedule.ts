@@ -5,6 +5,8 @@ import { invalid } from '../errors.js';
 const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)$/i;
 /** How far in the past a time may be and still mean "now" (clock skew, a slow request). */
 export const PAST_TOLERANCE_MS = 60_000;
+/** How far ahead mail may be scheduled: beyond this a time is a typo, and past year 9999 no database can hold it. */
+export const MAX_SCHEDULE_YEARS = 10;
 
 /** The zone's offset from UTC in minutes at that instant (chrono takes offsets, not IANA names). */
 export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
@@ -42,6 +44,11 @@ export function parseSchedule(input: string, options: { now: Date; timeZone: str
   }
   if (at.getTime() < options.now.getTime() - PAST_TOLERANCE_MS) {
     throw invalid(field, `"${text}" was understood as ${at.toISOString()}, which is in the past`);
+  }
+  const latest = new Date(options.now);
+  latest.setUTCFullYear(latest.getUTCFullYear() + MAX_SCHEDULE_YEARS);
+  if (at > latest) {
+    throw invalid(field, `"${text}" is more than ${MAX_SCHEDULE_YEARS} years ahead; schedule mail at most ${MAX_SCHEDULE_YEARS} years from now`);
   }
   return at;
 }

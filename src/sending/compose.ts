@@ -4,7 +4,7 @@ import { escapeHtml } from '../mail/html.js';
 import { addTracking, confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../mail/links.js';
 import { buildMessage, envelopeOf, type Envelope, type OutgoingEmail } from '../mail/mime.js';
 import type { RecipientTokens } from '../mail/tokens.js';
-import { bounceAddress } from '../mail/verp.js';
+import { bounceAddress, FEEDBACK_TAG_HEADER, feedbackTagValue } from '../mail/verp.js';
 import type { DomainSettings } from './domain-settings.js';
 
 /** What becomes of a claimed campaign email: its message, or why it is not sent now. */
@@ -61,8 +61,8 @@ export type Composed = { message: OutgoingEmail; envelope: Envelope; skipped: st
 
 /**
  * The message a claimed email becomes: the campaign's rendered mail or the row's own, with its
- * confirmation link and tracking, addressed from the email's VERP return path to every recipient
- * that is not suppressed.
+ * confirmation link, tracking and feedback tag, addressed from the email's tagged VERP return path
+ * to every recipient that is not suppressed.
  */
 export function compose(
   deps: ComposeDeps,
@@ -71,8 +71,10 @@ export function compose(
   domain: DomainSettings,
   isSuppressed: (address: string) => boolean,
 ): Composed {
-  const message = withTracking(deps, campaignMessage ?? withConfirmationLink(deps, outgoingEmail(email), email), email, domain);
-  const all = envelopeOf(message, bounceAddress(email.id, domain.signer.domain, deps.config.returnPathSubdomain));
+  const tagged = { emailId: email.id, tag: deps.tokens.addressTag(email.id) };
+  const content = withTracking(deps, campaignMessage ?? withConfirmationLink(deps, outgoingEmail(email), email), email, domain);
+  const message = { ...content, headers: { ...content.headers, [FEEDBACK_TAG_HEADER]: feedbackTagValue(tagged) } };
+  const all = envelopeOf(message, bounceAddress(tagged, domain.signer.domain, deps.config.returnPathSubdomain));
   const skipped = all.to.filter(isSuppressed);
   return { message, envelope: { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) }, skipped };
 }

@@ -12,7 +12,7 @@ import { newId } from '../ids.js';
 import { formatMailbox } from '../mail/address.js';
 import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
-import type { Caller } from './caller.js';
+import { assertDomainInScope, type Caller } from './caller.js';
 import { mailboxes } from './emails.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
@@ -127,6 +127,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
   }
   if (problems.length > 0 || !sender || html === null) throw validationError(problems);
   const { mailbox, domain } = sender;
+  assertDomainInScope(caller, domain.id, `send from ${domain.name}`);
 
   const id = newId();
   await deps.db.transaction().execute(async (tx) => {
@@ -158,28 +159,32 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
   return getCampaign(deps, caller, { campaignId: id });
 }
 
-export async function getCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId }: { campaignId: string }) {
-  const row = await campaigns.findCampaign(deps.db, teamId, campaignId);
+/** The team's campaign, within the key's domain scope. */
+function inScope(caller: Caller, row: CampaignRow | undefined): CampaignRow {
   if (!row) throw notFound('Campaign');
-  return toCampaign(row);
+  assertDomainInScope(caller, row.domain_id, 'access campaigns of another domain');
+  return row;
 }
 
-export async function listCampaigns(deps: CampaignDeps, { teamId }: Caller, query: { page: number; status?: CampaignStatus; search?: string }) {
-  const { rows, count } = await campaigns.listCampaigns(deps.db, teamId, query, { offset: (query.page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
+export async function getCampaign(deps: CampaignDeps, caller: Caller, { campaignId }: { campaignId: string }) {
+  return toCampaign(inScope(caller, await campaigns.findCampaign(deps.db, caller.teamId, campaignId)));
+}
+
+export async function listCampaigns(deps: CampaignDeps, { teamId, domainId }: Caller, query: { page: number; status?: CampaignStatus; search?: string }) {
+  const { rows, count } = await campaigns.listCampaigns(deps.db, teamId, { ...query, domainId }, { offset: (query.page - 1) * PAGE_SIZE, limit: PAGE_SIZE });
   return { campaigns: rows.map(toCampaign), totalPage: Math.ceil(count / PAGE_SIZE) };
 }
 
 /** Runs `move` on the campaign locked, after checking its status allows it (409 naming it otherwise). */
 async function move<T>(
   deps: CampaignDeps,
-  teamId: number,
+  caller: Caller,
   id: string,
   action: { verb: string; from: CampaignStatus[] },
   work: (tx: Db, row: CampaignRow, now: Date) => Promise<T>,
 ): Promise<T> {
   return deps.db.transaction().execute(async (tx) => {
-    const row = await campaigns.findCampaign(tx, teamId, id, true);
-    if (!row) throw notFound('Campaign');
+    const row = inScope(caller, await campaigns.findCampaign(tx, caller.teamId, id, true));
     if (!action.from.includes(row.status)) {
       throw conflict(`Campaign ${id} is ${row.status}; it can only be ${action.verb} while ${action.from.join(' or ')}`);
     }
@@ -195,15 +200,15 @@ async function settleInFlight(deps: CampaignDeps, teamId: number, id: string) {
 
 export async function scheduleCampaign(
   deps: CampaignDeps,
-  { teamId }: Caller,
+  caller: Caller,
   { campaignId: id, ...input }: { campaignId: string; scheduledAt?: string; batchSize?: number },
 ) {
   const problems: ErrorDetail[] = [];
   const now = new Date();
   const scheduledAt = scheduleOf(input, deps, now, problems) ?? now;
   if (problems.length > 0) throw validationError(problems);
-  await move(deps, teamId, id, { verb: 'scheduled', from: ['DRAFT', 'SCHEDULED', 'PAUSED'] }, async (tx, row, at) => {
-    await campaigns.updateCampaign(tx, teamId, id, {
+  await move(deps, caller, id, { verb: 'scheduled', from: ['DRAFT', 'SCHEDULED', 'PAUSED'] }, async (tx, row, at) => {
+    await campaigns.updateCampaign(tx, caller.teamId, id, {
       // A campaign whose recipients are all out stays RUNNING until its last mail goes, then SENT.
       status: row.released_all ? 'RUNNING' : 'SCHEDULED',
       scheduled_at: scheduledAt,
@@ -212,33 +217,33 @@ export async function scheduleCampaign(
       paused_reason: null,
       updated_at: at,
     });
-    if (row.status === 'PAUSED') await campaigns.releaseHeldEmails(tx, teamId, id, scheduledAt);
+    if (row.status === 'PAUSED') await campaigns.releaseHeldEmails(tx, caller.teamId, id, scheduledAt);
   });
   deps.signals.emit('campaignsDue');
   return { success: true };
 }
 
-export async function pauseCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
-  const paused = await move(deps, teamId, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
+export async function pauseCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
+  const paused = await move(deps, caller, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
     if (row.status === 'PAUSED') return false;
-    await campaigns.updateCampaign(tx, teamId, id, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
-    await campaigns.holdCampaignEmails(tx, teamId, id, now);
+    await campaigns.updateCampaign(tx, caller.teamId, id, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
+    await campaigns.holdCampaignEmails(tx, caller.teamId, id, now);
     return true;
   });
-  if (paused) await settleInFlight(deps, teamId, id);
+  if (paused) await settleInFlight(deps, caller.teamId, id);
   return { success: true };
 }
 
-export async function resumeCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
-  await move(deps, teamId, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
+export async function resumeCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
+  await move(deps, caller, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
     const due = row.scheduled_at && row.scheduled_at > now ? row.scheduled_at : now;
-    await campaigns.updateCampaign(tx, teamId, id, {
+    await campaigns.updateCampaign(tx, caller.teamId, id, {
       status: row.started_at ? 'RUNNING' : 'SCHEDULED',
       next_release_at: row.released_all ? null : due,
       paused_reason: null,
       updated_at: now,
     });
-    await campaigns.releaseHeldEmails(tx, teamId, id, due);
+    await campaigns.releaseHeldEmails(tx, caller.teamId, id, due);
   });
   deps.signals.emit('campaignsDue');
   deps.signals.emit('emailsDue');
@@ -246,12 +251,12 @@ export async function resumeCampaign(deps: CampaignDeps, { teamId }: Caller, { c
 }
 
 /** Deletes in any state; mail not yet handed to SMTP is cancelled in the same transaction. */
-export async function deleteCampaign(deps: CampaignDeps, { teamId }: Caller, { campaignId: id }: { campaignId: string }) {
-  const deleted = await move(deps, teamId, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
-    await campaigns.cancelCampaignEmails(tx, teamId, id, now);
-    await campaigns.deleteCampaignRow(tx, teamId, id);
+export async function deleteCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
+  const deleted = await move(deps, caller, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
+    await campaigns.cancelCampaignEmails(tx, caller.teamId, id, now);
+    await campaigns.deleteCampaignRow(tx, caller.teamId, id);
     return toCampaign(row);
   });
-  await settleInFlight(deps, teamId, id);
+  await settleInFlight(deps, caller.teamId, id);
   return deleted;
 }

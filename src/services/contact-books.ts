@@ -4,8 +4,10 @@ import * as books from '../data/contact-books.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
 import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
 import { conflict, invalid, notFound } from '../errors.js';
+import { findDomainSummary } from '../data/domains.js';
 import { newId } from '../ids.js';
-import type { Caller } from './caller.js';
+import { addressOf, domainOf, parseMailbox } from '../mail/address.js';
+import { assertDomainInScope, type Caller } from './caller.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
 export type ContactBookDeps = Pick<Deps, 'db'>;
@@ -42,16 +44,24 @@ export type CreateContactBookInput = Partial<Omit<ContactBookFields, 'name'>> & 
 export type UpdateContactBookInput = Partial<ContactBookFields>;
 
 /** The double opt-in rules, checked on the book as it will be once the change is applied. */
-async function assertDoubleOptIn(db: Db, teamId: number, book: ContactBookFields, changed: UpdateContactBookInput) {
+async function assertDoubleOptIn(db: Db, caller: Caller, book: ContactBookFields, changed: UpdateContactBookInput) {
   if (changed.doubleOptInContent != null && !changed.doubleOptInContent.includes(DOUBLE_OPT_IN_PLACEHOLDER)) {
     throw invalid('doubleOptInContent', `must contain the ${DOUBLE_OPT_IN_PLACEHOLDER} placeholder`);
+  }
+  if (changed.doubleOptInFrom != null && !parseMailbox(changed.doubleOptInFrom)) {
+    throw invalid('doubleOptInFrom', `"${changed.doubleOptInFrom}" is not a valid email address`);
   }
   if (!book.doubleOptInEnabled) return;
   if (!book.doubleOptInFrom) {
     throw invalid('doubleOptInFrom', 'is required when double opt-in is enabled: the address on a verified domain that sends the confirmation');
   }
   if (changed.doubleOptInEnabled || changed.doubleOptInFrom !== undefined) {
-    await assertVerifiedSender(db, teamId, book.doubleOptInFrom, 'doubleOptInFrom');
+    const { domain } = await assertVerifiedSender(db, caller.teamId, book.doubleOptInFrom, 'doubleOptInFrom');
+    assertDomainInScope(caller, domain.id, `send confirmations from ${domain.name}`);
+  } else if (caller.domainId !== null) {
+    // A book that mails confirmations from another domain is that domain's to change.
+    const domain = await findDomainSummary(db, caller.teamId, { name: domainOf(addressOf(book.doubleOptInFrom)) });
+    assertDomainInScope(caller, domain?.id ?? null, `change a book whose confirmations are sent from ${domainOf(addressOf(book.doubleOptInFrom))}`);
   }
 }
 
@@ -68,7 +78,7 @@ export async function createContactBook(deps: ContactBookDeps, caller: Caller, i
     doubleOptInSubject: input.doubleOptInSubject ?? DEFAULT_DOUBLE_OPT_IN_SUBJECT,
     doubleOptInContent: input.doubleOptInContent ?? DEFAULT_DOUBLE_OPT_IN_CONTENT,
   };
-  await assertDoubleOptIn(db, teamId, fields, input);
+  await assertDoubleOptIn(db, caller, fields, input);
   const id = newId();
   await books.insertContactBook(db, teamId, id, fields);
   return getContactBook(deps, caller, { contactBookId: id });
@@ -84,8 +94,9 @@ export async function getContactBook({ db }: ContactBookDeps, { teamId }: Caller
   return toContactBook(row);
 }
 
-export async function updateContactBook({ db }: ContactBookDeps, { teamId }: Caller, request: { contactBookId: string; changes: UpdateContactBookInput }) {
+export async function updateContactBook({ db }: ContactBookDeps, caller: Caller, request: { contactBookId: string; changes: UpdateContactBookInput }) {
   const { contactBookId: id, changes: input } = request;
+  const { teamId } = caller;
   return db.transaction().execute(async (tx) => {
     const current = await books.findContactBook(tx, teamId, id, true);
     if (!current) throw notFound('Contact book');
@@ -99,7 +110,7 @@ export async function updateContactBook({ db }: ContactBookDeps, { teamId }: Cal
       doubleOptInSubject: input.doubleOptInSubject ?? current.double_opt_in_subject,
       doubleOptInContent: input.doubleOptInContent ?? current.double_opt_in_content,
     };
-    await assertDoubleOptIn(tx, teamId, merged, input);
+    await assertDoubleOptIn(tx, caller, merged, input);
     await books.updateContactBook(tx, teamId, id, input);
     return toContactBook((await books.findContactBook(tx, teamId, id))!);
   });

@@ -157,18 +157,18 @@ function confirmationDue(book: Book, current: ContactStateRow, now: number) {
 }
 
 /** Applies the changes; a contact added again (`readded`) may be due its confirmation again. */
-async function update(tx: Db, teamId: number, current: ContactRow, input: ContactInput, readded?: Book) {
+async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: Book) {
   const next = changedFields(fieldsOf(current), input);
-  if (next) await contacts.updateContacts(tx, teamId, current.contact_book_id, [{ ...next, id: current.id }]);
+  if (next) await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
   if (readded && confirmationDue(readded, current, Date.now())) {
-    await queueConfirmations(tx, teamId, readded, [{ id: current.id, email: next?.email ?? current.email }]);
+    await queueConfirmations(tx, caller, readded, [{ id: current.id, email: next?.email ?? current.email }]);
   }
   return { contactId: current.id };
 }
 
-async function create(tx: Db, teamId: number, book: Book, id: string, email: string, input: ContactInput) {
-  await contacts.insertContacts(tx, teamId, book.id, [newContact(book, id, email, input)]);
-  if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, [{ id, email }]);
+async function create(tx: Db, caller: Caller, book: Book, id: string, email: string, input: ContactInput) {
+  await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
+  if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [{ id, email }]);
   return { contactId: id };
 }
 
@@ -176,7 +176,8 @@ async function create(tx: Db, teamId: number, book: Book, id: string, email: str
  * PUT: updates the contact the path names (by id, or by address case-insensitively) or creates
  * it, taking the path's id as its id unless the path is an address.
  */
-export async function upsertContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+export async function upsertContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+  const { teamId } = caller;
   const { contactBookId: bookId, contactId, contact: input } = request;
   const key = keyOf(contactId);
   if ('email' in key && input.email !== undefined && input.email.toLowerCase() !== key.email.toLowerCase()) {
@@ -186,29 +187,31 @@ export async function upsertContact(deps: ContactDeps, { teamId }: Caller, reque
   }
   return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
-    if (current) return update(tx, teamId, current, input, book);
+    if (current) return update(tx, caller, current, input, book);
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
-    return create(tx, teamId, book, 'id' in key ? key.id : newSortableId(), email, input);
+    return create(tx, caller, book, 'id' in key ? key.id : newSortableId(), email, input);
   });
 }
 
 /** POST: creates a contact by address, or updates the one that already has it. */
-export async function createContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
+export async function createContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
+  const { teamId } = caller;
   const { contactBookId: bookId, contact: input } = request;
   return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
-    if (current) return update(tx, teamId, current, input, book);
-    return create(tx, teamId, book, newSortableId(), input.email, input);
+    if (current) return update(tx, caller, current, input, book);
+    return create(tx, caller, book, newSortableId(), input.email, input);
   });
 }
 
-export async function updateContact(deps: ContactDeps, { teamId }: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+export async function updateContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
+  const { teamId } = caller;
   const { contactBookId: bookId, contactId, contact: input } = request;
   return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
     const current = await contacts.findContact(tx, teamId, bookId, keyOf(contactId), true);
     if (!current) throw notFound('Contact');
-    return update(tx, teamId, current, input);
+    return update(tx, caller, current, input);
   });
 }
 
@@ -266,7 +269,8 @@ export async function bulkDeleteContacts({ db }: ContactDeps, { teamId }: Caller
  * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
  * locked exclusively, so no other write can add an address between the read and the insert.
  */
-export async function bulkUpsertContacts({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
+export async function bulkUpsertContacts({ db }: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
+  const { teamId } = caller;
   const errors: BulkError[] = [];
   const valid: Array<{ index: number; contact: ContactInput & { email: string } }> = [];
   rows.forEach((row, index) => {
@@ -310,7 +314,7 @@ export async function bulkUpsertContacts({ db }: ContactDeps, { teamId }: Caller
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
       await contacts.updateContacts(tx, teamId, bookId, updates);
-      if (book.double_opt_in_enabled) await queueConfirmations(tx, teamId, book, [...inserts, ...readded]);
+      if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
       created += inserts.length;
     }
     return { created, updated: unique.length - created };

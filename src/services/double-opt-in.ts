@@ -5,6 +5,7 @@ import { insertEmails, type NewEmail } from '../data/emails.js';
 import { newId } from '../ids.js';
 import { formatMailbox } from '../mail/address.js';
 import { htmlToText } from '../mail/html.js';
+import { assertDomainInScope, type Caller } from './caller.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
 /** A contact is sent at most one confirmation per this long, however often it is added again. */
@@ -34,9 +35,11 @@ function confirmationHtml(content: string): string {
  * the job), and records when they went. The body keeps its {{doubleOptInUrl}} placeholder; the
  * dispatcher puts in the signed link when it sends, and picks the rows up on its next poll.
  */
-export async function queueConfirmations(tx: Db, teamId: number, book: DoubleOptInBook, recipients: { id: string; email: string }[]) {
+export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOptInBook, recipients: { id: string; email: string }[]) {
   if (recipients.length === 0 || !book.double_opt_in_from) return;
+  const { teamId } = caller;
   const { mailbox, domain } = await assertVerifiedSender(tx, teamId, book.double_opt_in_from, 'doubleOptInFrom');
+  assertDomainInScope(caller, domain.id, `send confirmations from ${domain.name}`);
   const now = new Date();
   const html = confirmationHtml(book.double_opt_in_content ?? '');
   const text = htmlToText(html);

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import type { EmailStatus, StoredAttachment } from '../db/schema.js';
+import { findDomainSummary } from '../data/domains.js';
 import * as emails from '../data/emails.js';
 import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
 import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
-import { isOwnHeader } from '../mail/headers.js';
+import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
 import { htmlToText } from '../mail/html.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
@@ -70,9 +71,14 @@ function prepare(input: EmailInput, prefix: string, now: Date, timeZone: string,
   if (html === null && !input.text) {
     problems.push({ path: at('html'), message: 'html or text is required' }, { path: at('text'), message: 'html or text is required' });
   }
-  const owned = Object.keys(input.headers ?? {}).filter(isOwnHeader);
+  const names = Object.keys(input.headers ?? {});
+  const owned = names.filter(isOwnHeader);
   if (owned.length > 0) {
     problems.push({ path: at('headers'), message: `may not set ${owned.join(', ')}: Mailroom writes these header fields itself` });
+  }
+  const trust = names.filter((name) => !isOwnHeader(name) && isTrustHeader(name));
+  if (trust.length > 0) {
+    problems.push({ path: at('headers'), message: `may not set ${trust.join(', ')}: trace, authentication and routing header fields are for receiving servers to write` });
   }
   let scheduledAt: Date | null = null;
   if (input.scheduledAt !== undefined) {
@@ -227,7 +233,11 @@ export type ListEmailsQuery = {
 };
 
 export async function listEmails(deps: EmailDeps, caller: Caller, query: ListEmailsQuery) {
-  if (query.domainId !== undefined) assertDomainInScope(caller, query.domainId, `list mail of domain ${query.domainId}`);
+  if (query.domainId !== undefined) {
+    assertDomainInScope(caller, query.domainId, `list mail of domain ${query.domainId}`);
+    // Another team's domain id answers as a missing one does, here as everywhere else.
+    if (!(await findDomainSummary(deps.db, caller.teamId, { id: query.domainId }))) throw notFound('Domain');
+  }
   const { rows, count } = await emails.listEmails(
     deps.db,
     caller.teamId,
