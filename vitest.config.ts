@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
