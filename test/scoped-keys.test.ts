@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifiedDomain } from './helpers/domains.js';
+import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
+
+/**
+ * A key scoped to one domain of its team (`key create --domain`), tried as an attacker holding it
+ * would: against everything of the team's other domain that sends, reads or changes mail.
+ */
+let server: TestServer;
+let full: string;
+let scoped: string;
+let own: { id: number; name: string };
+let other: { id: number; name: string };
+let teamId: number;
+
+const FUTURE = () => new Date(Date.now() + 7 * 86_400_000).toISOString();
+const UNSUBSCRIBE = '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>';
+
+async function ok(key: string, method: string, path: string, body?: unknown) {
+  const res = await server.call(method, path, { key, body });
+  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
+  return res.body;
+}
+
+function expectForbidden(res: CallResult, what: string) {
+  expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(403);
+  expect(res.body.code).toBe('FORBIDDEN');
+}
+
+/** Rows of the team's tables, to show a refused call stored nothing. */
+async function counts() {
+  const count = async (table: 'campaigns' | 'contact_books' | 'contacts' | 'emails') =>
+    Number((await server.deps.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirstOrThrow()).n);
+  return { campaigns: await count('campaigns'), books: await count('contact_books'), contacts: await count('contacts'), emails: await count('emails') };
+}
+
+beforeAll(async () => {
+  server = await startTestServer();
+  ({ teamId, apiKey: full } = await server.team('Scoped'));
+  own = await verifiedDomain(server, full, 'own-domain.test');
+  other = await verifiedDomain(server, full, 'other-domain.test');
+  scoped = await server.key(teamId, 'full', own.id);
+});
+afterAll(() => server.stop());
+
+describe('a key scoped to a domain reaches nothing of another domain', () => {
+  it('campaigns: it cannot create one from the other domain, nor list, read, schedule, pause, resume or delete one there', async () => {
+    const book = await ok(full, 'POST', '/v1/contactBooks', { name: 'Readers' });
+    await ok(full, 'POST', `/v1/contactBooks/${book.id}/contacts`, { email: 'reader@example.org' });
+    const campaign = (from: string, extra: object = {}) => ({ name: 'News', from, subject: 'News', contactBookId: book.id, html: UNSUBSCRIBE, ...extra });
+    const theirs = await ok(full, 'POST', '/v1/campaigns', campaign(`news@${other.name}`, { scheduledAt: FUTURE() }));
+    const mine = await ok(scoped, 'POST', '/v1/campaigns', campaign(`news@${own.name}`));
+
+    const before = await counts();
+    expectForbidden(await server.call('POST', '/v1/campaigns', { key: scoped, body: campaign(`news@${other.name}`, { sendNow: true }) }), 'create from the other domain');
+    expect(await counts()).toEqual(before);
+
+    const listed = await ok(scoped, 'GET', '/v1/campaigns');
+    expect(listed.campaigns.map((c: { id: string }) => c.id)).toEqual([mine.id]);
+    for (const [method, path, body] of [
+      ['GET', `/v1/campaigns/${theirs.id}`, undefined],
+      ['POST', `/v1/campaigns/${theirs.id}/pause`, undefined],
+      ['POST', `/v1/campaigns/${theirs.id}/resume`, undefined],
+      ['POST', `/v1/campaigns/${theirs.id}/schedule`, { scheduledAt: FUTURE() }],
+      ['DELETE', `/v1/campaigns/${theirs.id}`, undefined],
+    ] as const) {
+      expectForbidden(await server.call(method, path, { key: scoped, body }), `${method} ${path}`);
+    }
+    const after = await ok(full, 'GET', `/v1/campaigns/${theirs.id}`);
+    expect(after).toEqual(await ok(full, 'GET', `/v1/campaigns/${theirs.id}`));
+    expect(after).toMatchObject({ status: 'SCHEDULED', scheduledAt: theirs.scheduledAt });
+    // Its own domain's campaign is its to run.
+    expect((await server.call('POST', `/v1/campaigns/${mine.id}/schedule`, { key: scoped, body: { scheduledAt: FUTURE() } })).status).toBe(200);
+  });
+
+  it('double opt-in: it cannot make or change a book whose confirmations come from the other domain, nor add contacts to one', async () => {
+    const doubleOptIn = (domain: string) => ({ doubleOptInEnabled: true, doubleOptInFrom: `join@${domain}` });
+    const theirs = await ok(full, 'POST', '/v1/contactBooks', { name: 'Theirs', ...doubleOptIn(other.name) });
+    const plain = await ok(scoped, 'POST', '/v1/contactBooks', { name: 'Plain' });
+
+    const before = await counts();
+    expectForbidden(await server.call('POST', '/v1/contactBooks', { key: scoped, body: { name: 'Sneaky', ...doubleOptIn(other.name) } }), 'create');
+    expectForbidden(await server.call('PATCH', `/v1/contactBooks/${plain.id}`, { key: scoped, body: doubleOptIn(other.name) }), 'switch a book over');
+    expectForbidden(await server.call('PATCH', `/v1/contactBooks/${theirs.id}`, { key: scoped, body: { doubleOptInContent: '<a href="{{doubleOptInUrl}}">Yes</a>' } }), 'rewrite theirs');
+    expectForbidden(await server.call('POST', `/v1/contactBooks/${theirs.id}/contacts`, { key: scoped, body: { email: 'victim@example.org' } }), 'add a contact');
+    expectForbidden(await server.call('PUT', `/v1/contactBooks/${theirs.id}/contacts/victim-2`, { key: scoped, body: { email: 'victim2@example.org' } }), 'put a contact');
+    expectForbidden(await server.call('POST', `/v1/contactBooks/${theirs.id}/contacts/bulk`, { key: scoped, body: [{ email: 'victim3@example.org' }] }), 'bulk add');
+    // Nothing stored, and no confirmation queued from the other domain.
+    expect(await counts()).toEqual(before);
+    expect(await ok(full, 'GET', `/v1/contactBooks/${plain.id}`)).toMatchObject({ doubleOptInEnabled: false, doubleOptInFrom: null });
+
+    // Its own domain's double opt-in is its to use.
+    const mine = await ok(scoped, 'POST', '/v1/contactBooks', { name: 'Mine', ...doubleOptIn(own.name) });
+    await ok(scoped, 'POST', `/v1/contactBooks/${mine.id}/contacts`, { email: 'joiner@example.org' });
+  });
+
+  it('emails: it cannot send from, read, list, cancel or reschedule mail of the other domain', async () => {
+    const email = (domain: string) => ({ from: `hello@${domain}`, to: 'reader@example.org', subject: 'Hi', html: '<p>Hi</p>', scheduledAt: FUTURE() });
+    const theirs = await ok(full, 'POST', '/v1/emails', email(other.name));
+    const mine = await ok(scoped, 'POST', '/v1/emails', email(own.name));
+
+    const before = await counts();
+    expectForbidden(await server.call('POST', '/v1/emails', { key: scoped, body: email(other.name) }), 'send');
+    expectForbidden(await server.call('POST', '/v1/emails/batch', { key: scoped, body: [email(own.name), email(other.name)] }), 'send in a batch');
+    expect(await counts()).toEqual(before);
+    expectForbidden(await server.call('GET', `/v1/emails/${theirs.emailId}`, { key: scoped }), 'read');
+    expectForbidden(await server.call('POST', `/v1/emails/${theirs.emailId}/cancel`, { key: scoped }), 'cancel');
+    expectForbidden(await server.call('PATCH', `/v1/emails/${theirs.emailId}`, { key: scoped, body: { scheduledAt: FUTURE() } }), 'reschedule');
+    expectForbidden(await server.call('GET', `/v1/emails?domainId=${other.id}`, { key: scoped }), 'list by domain');
+    const listed: { id: string; domainId: number }[] = (await ok(scoped, 'GET', '/v1/emails')).data;
+    expect(listed.map((e) => e.id)).toContain(mine.emailId);
+    expect(listed.filter((e) => e.domainId !== own.id)).toEqual([]);
+    expect((await ok(full, 'GET', `/v1/emails/${theirs.emailId}`)).latestStatus).toBe('SCHEDULED');
+  });
+
+  it('analytics and domains: it sees only its own domain', async () => {
+    expectForbidden(await server.call('GET', `/v1/analytics/reputation-metrics?domainId=${other.id}`, { key: scoped }), 'metrics');
+    expectForbidden(await server.call('GET', `/v1/analytics/email-time-series?domainId=${other.id}`, { key: scoped }), 'time series');
+    expectForbidden(await server.call('GET', `/v1/domains/${other.id}`, { key: scoped }), 'domain');
+    expect((await ok(scoped, 'GET', '/v1/domains')).map((d: { id: number }) => d.id)).toEqual([own.id]);
+    await ok(scoped, 'GET', `/v1/analytics/reputation-metrics?domainId=${own.id}`);
+  });
+});
