@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import type { Config } from '../config.js';
 import type { CheckOutcome, RecordStatuses } from '../data/domains.js';
 import type { DomainStatus } from '../db/schema.js';
+import { tagList } from './dkim.js';
 import { requiredRecords, type DomainDnsIdentity, type RecordKind, type RequiredRecord } from './dns-records.js';
 
 type CheckConfig = Pick<
@@ -51,15 +52,6 @@ async function lookUp<T>(query: () => Promise<T[]>): Promise<Lookup<T>> {
 const txtRecords = (resolver: Resolver, host: string) =>
   lookUp(async () => (await resolver.resolveTxt(host)).map((strings) => strings.join('')));
 
-function tags(record: string): Map<string, string> {
-  const parsed = new Map<string, string>();
-  for (const part of record.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0) parsed.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).replace(/\s+/g, ''));
-  }
-  return parsed;
-}
-
 const bareHost = (host: string) => host.toLowerCase().replace(/\.$/, '');
 const abbreviated = (key: string) => (key.length > 24 ? `${key.slice(0, 12)}…${key.slice(-8)}` : key);
 
@@ -69,7 +61,7 @@ const checks: Record<RecordKind, Check> = {
   async dkim(resolver, record, domain) {
     const txt = await txtRecords(resolver, record.host);
     if ('error' in txt) return { result: 'unreachable', problem: `TXT lookup of ${record.host} failed: ${txt.error}` };
-    const keys = txt.records.map(tags).filter((t) => t.has('p') && (t.get('v') ?? 'DKIM1').toUpperCase() === 'DKIM1');
+    const keys = txt.records.map(tagList).filter((t) => t.has('p') && (t.get('v') ?? 'DKIM1').toUpperCase() === 'DKIM1');
     if (keys.length === 0) return { result: 'missing', problem: `no DKIM record (TXT "v=DKIM1; …") at ${record.host}` };
     if (keys.some((t) => t.get('p') === domain.dkimPublicKey && (t.get('k') ?? 'rsa').toLowerCase() === 'rsa')) {
       return { result: 'found' };

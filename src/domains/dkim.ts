@@ -115,8 +115,8 @@ function relaxedBody(body: string): string {
   return text === '' ? '' : `${text}\r\n`;
 }
 
-/** The tags of a DKIM-Signature value, with folding white space taken out. */
-function signatureTags(value: string): Map<string, string> {
+/** A DKIM tag list (RFC 6376 §3.2: a signature's value, a key record): names lower-cased, white space taken out of values. */
+export function tagList(value: string): Map<string, string> {
   const tags = new Map<string, string>();
   for (const part of value.split(';')) {
     const eq = part.indexOf('=');
@@ -134,7 +134,7 @@ function signatureTags(value: string): Map<string, string> {
 export function verifyHeaderSignature(headerBlock: string, key: { domain: string; selector: string; publicKey: string }): boolean {
   const fields = parseHeaderFields(headerBlock.replace(/\r?\n/g, '\r\n'));
   for (const field of fields.filter((f) => f.name === 'dkim-signature')) {
-    const tags = signatureTags(field.raw.slice(field.raw.indexOf(':') + 1));
+    const tags = tagList(field.raw.slice(field.raw.indexOf(':') + 1));
     const ours = tags.get('v') === '1' && tags.get('a') === 'rsa-sha256' && tags.get('c')?.startsWith('relaxed') &&
       tags.get('d')?.toLowerCase() === key.domain && tags.get('s') === key.selector;
     const names = (tags.get('h') ?? '').toLowerCase().split(':').filter(Boolean);
