@@ -35,6 +35,9 @@ function isDnsServer(entry: string): boolean {
   return isIP(match[1]!) !== 0 && (match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535));
 }
 
+/** SECRET, and the new secret `secret rotate` takes. */
+export const secretSchema = z.string().min(16, 'must be at least 16 characters');
+
 const envSchema = z.object({
   PORT: port(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -44,7 +47,7 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
   DATA_DIR: z.string().min(1).default('./data'),
-  SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  SECRET: secretSchema.optional(),
   ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(20),
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(30),
@@ -94,7 +97,7 @@ export type Config = {
   publicUrl: string;
   databaseUrl: string | undefined;
   dataDir: string;
-  /** Signs recipient links; null: the one generated once and kept in DATA_DIR/secret. */
+  /** Signs recipient links and encrypts DKIM keys at rest; null: the one generated once and kept in DATA_DIR/secret. */
   secret: string | null;
   role: 'all' | 'api' | 'worker';
   rateLimitPerSecond: number;

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { Config } from './config.js';
 import type { DatabaseKind, Db } from './db/connection.js';
 import type { Logger } from './log.js';
@@ -15,6 +16,11 @@ export type Deps = {
   log: Logger;
   /** Signs and checks the links in mail (unsubscribe, confirmation, tracking). */
   tokens: RecipientTokens;
+  /**
+   * Encrypts DKIM private keys for the database and decrypts them for signing, with a key derived
+   * from SECRET (`KeyVault`, domains/key-vault.ts); `domain` names the key's owner in errors.
+   */
+  keyVault: { seal(privateKey: KeyObject): string; open(stored: string, domain: string): KeyObject };
   /** Wakes this process's workers when a service made work due. */
   signals: Signals;
 };

@@ -7,6 +7,9 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import type { DatabaseHandle, DatabaseSource } from './db/connection.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { openMigratedDatabase } from './db/migrate.js';
+import { makeDataDirPrivate } from './db/private-dir.js';
+import { KeyVault } from './domains/key-vault.js';
+import { encryptPlaintextKeys } from './domains/stored-keys.js';
 import { startDomainWorker, type DomainWorker } from './domains/worker.js';
 import { startInboundSmtp, type InboundListener } from './feedback/inbound-smtp.js';
 import type { AppDeps } from './http/deps.js';
@@ -44,7 +47,7 @@ async function openServiceDatabase(source: DatabaseSource, log: Logger): Promise
   try {
     const database = await openMigratedDatabase(source, log);
     try {
-      const execute = (command: string[]) => parseCommand(command).run(database.db);
+      const execute = (command: string[]) => parseCommand(command).run({ db: database.db, runner: 'server' });
       const control = await serveControlSocket(controlSocketPath(source.dataDir), execute, log);
       return {
         ...database,
@@ -95,10 +98,15 @@ export async function startMailroom(
   const log = options.log ?? createLogger(config.logLevel);
   const parts: Parts = {};
   try {
+    await makeDataDirPrivate(config.dataDir, log);
     const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), log));
-    const tokens = new RecipientTokens(await loadSecret(config.secret, config.dataDir));
+    const secret = await loadSecret(config.secret, config.dataDir);
+    const tokens = new RecipientTokens(secret);
+    const keyVault = new KeyVault(secret);
+    const encrypted = await encryptPlaintextKeys(database.db, keyVault);
+    if (encrypted > 0) log.info('DKIM private keys stored in plain text by an earlier version were encrypted', { count: encrypted });
     const deps: AppDeps = {
-      db: database.db, dbKind: database.kind, config, log, tokens, signals: new Signals(), rateLimiter: new RateLimiter(),
+      db: database.db, dbKind: database.kind, config, log, tokens, keyVault, signals: new Signals(), rateLimiter: new RateLimiter(),
     };
     const http = (parts.http = await startHttpServer(deps));
     log.info('listening', { url: http.url, database: database.kind });

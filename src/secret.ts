@@ -14,7 +14,7 @@ export async function loadSecret(configured: string | null, dataDir: string): Pr
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const secret = randomBytes(32).toString('base64url');
   try {
     await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });

@@ -105,7 +105,7 @@ describe('the CLI manages teams and keys of the running service', () => {
   it('--help describes every command and the output contract', async () => {
     const run = await runCli(['--help'], env);
     expect(run.code).toBe(0);
-    for (const command of ['team create', 'team set-rate-limit', 'key create', 'key list', 'key revoke']) {
+    for (const command of ['team create', 'team set-rate-limit', 'key create', 'key list', 'key revoke', 'secret rotate']) {
       expect(run.stdout).toContain(command);
     }
     expect(run.stdout).toContain('exit');

@@ -68,9 +68,11 @@ describe('domains', () => {
     expect(first.dnsRecords[0].name).not.toBe(second.dnsRecords[0].name);
     expect(first.publicKey).not.toBe(second.publicKey);
 
-    const { dkim_private_key: privateKey } = await server.deps.db
+    const { dkim_private_key: stored } = await server.deps.db
       .selectFrom('domains').select('dkim_private_key').where('id', '=', first.id).executeTakeFirstOrThrow();
+    const privateKey = server.deps.keyVault.open(stored, first.name).export({ type: 'pkcs8', format: 'pem' }) as string;
     const secret = privateKey.split('\n').slice(1, -2).join('');
+    expect(secret.length).toBeGreaterThan(64);
     const answers = [
       await server.call('GET', `/v1/domains/${first.id}`, { key }),
       await server.call('GET', '/v1/domains', { key }),

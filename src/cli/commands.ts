@@ -1,20 +1,28 @@
 import { z } from 'zod';
+import { secretSchema } from '../config.js';
 import type { Db } from '../db/connection.js';
+import { KeyVault, KeyVaultError } from '../domains/key-vault.js';
+import { reencryptKeys } from '../domains/stored-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
 import { createTeam, setTeamRateLimit } from '../services/teams.js';
 import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
-import { usageError } from './failure.js';
+import { CliError, usageError } from './failure.js';
 
-/** A command whose arguments are checked, ready to run against a database. */
-export type ParsedCommand = { name: string; run(db: Db): Promise<unknown> };
+/** Where a command runs: on a database the CLI opened itself, or in a server, for the CLI (the control socket). */
+export type CommandTarget =
+  | { db: Db; runner: 'cli'; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> }
+  | { db: Db; runner: 'server' };
+
+/** A command whose arguments are checked, ready to run. */
+export type ParsedCommand = { name: string; run(target: CommandTarget): Promise<unknown> };
 
 type CommandSpec<Flags extends z.ZodObject> = {
   name: string;
   usage: string;
   summary: string;
   flags: Flags;
-  run(db: Db, flags: z.output<Flags>): Promise<unknown>;
+  run(target: CommandTarget, flags: z.output<Flags>): Promise<unknown>;
 };
 
 type Command = {
@@ -38,7 +46,7 @@ function command<Flags extends z.ZodObject>(spec: CommandSpec<Flags>): Command {
         const problems = issuesToDetails(parsed.error.issues).map((detail) => `--${detail.path} ${detail.message}`);
         throw usageError(`${problems.join('; ')}; usage: ${spec.name} ${spec.usage}`);
       }
-      return { name: spec.name, run: (db) => spec.run(db, parsed.data) };
+      return { name: spec.name, run: (target) => spec.run(target, parsed.data) };
     },
   };
 }
@@ -56,7 +64,7 @@ const commands = [
     usage: '--name NAME',
     summary: 'Create a team and its first API key (full permission).',
     flags: z.object({ name: label }),
-    run: (db, flags) => createTeam({ db }, flags),
+    run: ({ db }, flags) => createTeam({ db }, flags),
   }),
   command({
     name: 'team set-rate-limit',
@@ -70,7 +78,7 @@ const commands = [
         .transform((value) => (value === 'default' ? null : Number(value)))
         .pipe(z.number().max(1_000_000).nullable()),
     }),
-    run: (db, flags) => setTeamRateLimit({ db }, { teamId: flags.team, perSecond: flags['per-second'] }),
+    run: ({ db }, flags) => setTeamRateLimit({ db }, { teamId: flags.team, perSecond: flags['per-second'] }),
   }),
   command({
     name: 'key create',
@@ -82,7 +90,7 @@ const commands = [
       domain: id.optional(),
       name: label.optional(),
     }),
-    run: async (db, flags) => {
+    run: async ({ db }, flags) => {
       const key = await createApiKey({ db }, {
         teamId: flags.team,
         permission: flags.permission,
@@ -97,16 +105,48 @@ const commands = [
     usage: '--team TEAM_ID',
     summary: "List a team's API keys, revoked ones included (never the tokens: a hint of each).",
     flags: z.object({ team: id }),
-    run: (db, flags) => listApiKeys({ db }, { teamId: flags.team }),
+    run: ({ db }, flags) => listApiKeys({ db }, { teamId: flags.team }),
   }),
   command({
     name: 'key revoke',
     usage: '--id KEY_ID',
     summary: 'Revoke an API key at once; revoking it again changes nothing.',
     flags: z.object({ id: z.string().trim().min(1).max(200) }),
-    run: (db, flags) => revokeApiKey({ db }, flags),
+    run: ({ db }, flags) => revokeApiKey({ db }, flags),
+  }),
+  command({
+    name: 'secret rotate',
+    usage: '--new-secret NEW_SECRET',
+    summary: 'Re-encrypt every DKIM private key from the current secret to NEW_SECRET, all or none (see "Rotating the secret").',
+    flags: z.object({ 'new-secret': secretSchema }),
+    run: (target, flags) => rotateSecret(target, flags['new-secret']),
   }),
 ];
+
+const LINKS_WARNING =
+  'The secret also signs the links in mail: unsubscribe, confirmation and tracking links sent before the rotation no longer work.';
+
+async function rotateSecret(target: CommandTarget, newSecret: string) {
+  if (target.runner === 'server') {
+    throw new CliError(
+      'SERVER_RUNNING',
+      'secret rotate cannot run while a server uses this database: the server would keep the old secret. ' +
+        'Stop it, run secret rotate, then start it with SECRET set to the new secret.',
+    );
+  }
+  let reencrypted: number;
+  try {
+    reencrypted = await reencryptKeys(target.db, new KeyVault(await target.secret()), new KeyVault(newSecret));
+  } catch (error) {
+    if (!(error instanceof KeyVaultError)) throw error;
+    throw new CliError('WRONG_SECRET', `${error.message}. No key was changed.`);
+  }
+  return {
+    reencrypted,
+    next: 'Start every Mailroom process with SECRET set to the new secret; with the old one, mail of these domains is not sent.',
+    links: LINKS_WARNING,
+  };
+}
 
 export const isHelpRequest = (argv: readonly string[]) =>
   argv[0] === 'help' || argv.some((arg) => arg === '--help' || arg === '-h');
@@ -126,7 +166,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
 
 export function helpText(): string {
   const list = commands.map((c) => `  ${c.name} ${c.usage}\n      ${c.summary}`).join('\n');
-  return `Mailroom operators' CLI: teams, API keys and rate limits.
+  return `Mailroom operators' CLI: teams, API keys, rate limits and the secret.
 
 Usage: npm run --silent cli -- <command> [flags]
 
@@ -146,5 +186,10 @@ Database: the CLI reads the server's environment. With DATABASE_URL it connects 
 Without it, it uses the embedded database in DATA_DIR: while a server runs on that directory the
 command is handed to the server over the Unix socket DATA_DIR/mailroom.sock (usable only by the
 owner of the server process); otherwise the CLI opens the directory itself.
+
+Rotating the secret: SECRET (or DATA_DIR/secret) encrypts the DKIM private keys in the database.
+Stop every Mailroom process (secret rotate refuses to run through a server), run
+  SECRET=<current secret> npm run --silent cli -- secret rotate --new-secret <new secret>
+then start every process with SECRET set to the new secret. ${LINKS_WARNING}
 `;
 }

@@ -3,7 +3,9 @@ import type { Config } from '../config.js';
 import type { DatabaseSource } from '../db/connection.js';
 import { DataDirLockedError, lockDataDir } from '../db/data-dir-lock.js';
 import { openMigratedDatabase } from '../db/migrate.js';
+import { makeDataDirPrivate } from '../db/private-dir.js';
 import type { Logger } from '../log.js';
+import { loadSecret } from '../secret.js';
 import type { ParsedCommand } from './commands.js';
 import { controlSocketPath, sendCommand } from './control-socket.js';
 import { CliError } from './failure.js';
@@ -18,7 +20,7 @@ const RETRY_EVERY_MS = 250;
  * directly when no process holds it, else through the server that does.
  */
 export async function dispatch(config: Config, argv: readonly string[], command: ParsedCommand, log: Logger) {
-  if (config.databaseUrl) return runDirect({ url: config.databaseUrl, poolSize: 2 }, command, log);
+  if (config.databaseUrl) return runDirect(config, { url: config.databaseUrl, poolSize: 2 }, command, log);
 
   const socketPath = controlSocketPath(config.dataDir);
   const deadline = Date.now() + HOLDER_WAIT_MS;
@@ -39,17 +41,18 @@ export async function dispatch(config: Config, argv: readonly string[], command:
       continue;
     }
     try {
-      return await runDirect({ dataDir: config.dataDir }, command, log);
+      await makeDataDirPrivate(config.dataDir, log);
+      return await runDirect(config, { dataDir: config.dataDir }, command, log);
     } finally {
       await lock.release();
     }
   }
 }
 
-async function runDirect(source: DatabaseSource, command: ParsedCommand, log: Logger) {
+async function runDirect(config: Config, source: DatabaseSource, command: ParsedCommand, log: Logger) {
   const database = await openMigratedDatabase(source, log);
   try {
-    return await command.run(database.db);
+    return await command.run({ db: database.db, runner: 'cli', secret: () => loadSecret(config.secret, config.dataDir) });
   } finally {
     await database.close();
   }

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { DomainStatus, DomainsTable } from '../db/schema.js';
 
@@ -46,7 +46,8 @@ export type NewDomain = {
   subdomain: string | null;
   region: string;
   dkimSelector: string;
-  key: { privateKeyPem: string; publicKey: string };
+  /** The private key as the key vault sealed it, and the base64 public key. */
+  key: { sealedPrivateKey: string; publicKey: string };
   /** Set when verification starts at creation. */
   verifyFrom: Date | null;
 };
@@ -61,7 +62,7 @@ export async function insertDomain(db: Db, domain: NewDomain): Promise<DomainRow
       subdomain: domain.subdomain,
       region: domain.region,
       dkim_selector: domain.dkimSelector,
-      dkim_private_key: domain.key.privateKeyPem,
+      dkim_private_key: domain.key.sealedPrivateKey,
       dkim_public_key: domain.key.publicKey,
       verification_started_at: domain.verifyFrom,
       next_check_at: domain.verifyFrom,
@@ -200,7 +201,6 @@ export async function recordCheck(db: Db, id: number, claimToken: string, outcom
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** The signing key: the only query that reads it. */
 /** What sending needs of a domain: its signing key and tracking settings. */
 export async function findSendingDomain(db: Db, teamId: number, id: number) {
   return db
@@ -214,4 +214,18 @@ export async function findSendingDomain(db: Db, teamId: number, id: number) {
 /** Whether any team has a domain of this name (domains_name). */
 export async function domainNameExists(db: Db, name: string): Promise<boolean> {
   return (await db.selectFrom('domains').select('id').where('name', '=', name).limit(1).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * Every domain's stored signing key, or only those whose stored text starts with `prefix`, locked
+ * until the transaction ends. In id order, so two processes locking them at once cannot deadlock.
+ */
+export async function lockSigningKeys(db: Db, prefix?: string) {
+  let query = db.selectFrom('domains').select(['id', 'name', 'dkim_private_key']);
+  if (prefix !== undefined) query = query.where(sql<boolean>`starts_with(dkim_private_key, ${prefix})`);
+  return query.orderBy('id').forUpdate().execute();
+}
+
+export async function storeSigningKey(db: Db, id: number, stored: string): Promise<void> {
+  await db.updateTable('domains').set({ dkim_private_key: stored }).where('id', '=', id).execute();
 }

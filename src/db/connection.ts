@@ -3,6 +3,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { CopyingClient, pgliteWithCopy } from './copy.js';
+import { removeOthersAccess } from './private-dir.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -27,11 +28,18 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
-  // Loaded only here: a service on PostgreSQL never carries the embedded database's code.
-  const pglite =
-    'pglite' in source ? source.pglite : await (await import('@electric-sql/pglite')).PGlite.create(path.join(source.dataDir, 'pgdata'));
+  const pglite = 'pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata'));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: pgliteWithCopy(pglite) }) });
   return { db, kind: 'pglite', close: () => db.destroy() };
+}
+
+async function openPGlite(dir: string): Promise<PGlite> {
+  // Loaded only here: a service on PostgreSQL never carries the embedded database's code.
+  const pglite = await (await import('@electric-sql/pglite')).PGlite.create(dir);
+  // PGlite's file system sets the modes of the files it writes itself, whatever the umask: a new
+  // cluster's files come out 0666 and the catalog cache files 0644 (PostgreSQL's own are 0600).
+  await removeOthersAccess(dir);
+  return pglite;
 }
 
 /** Whether the database answers a trivial query; throws what the driver throws when it does not. */

@@ -1,12 +1,12 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPair, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPair, sign, verify, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { newId } from '../ids.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
 
 export type DkimKeyPair = {
-  /** PKCS#8 PEM; stays in the database and the signer. */
-  privateKeyPem: string;
+  /** Stored only as the key vault seals it (domains/key-vault.ts). */
+  privateKey: KeyObject;
   /** Base64 SubjectPublicKeyInfo, the `p=` of the DNS record. */
   publicKey: string;
 };
@@ -17,10 +17,8 @@ export const newDkimSelector = () => `mr${newId(10)}`;
 export async function generateDkimKeyPair(): Promise<DkimKeyPair> {
   const { privateKey, publicKey } = await generateRsaKeyPair('rsa', {
     modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'der' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
-  return { privateKeyPem: privateKey, publicKey: publicKey.toString('base64') };
+  return { privateKey, publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
 }
 
 export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
@@ -35,18 +33,14 @@ type HeaderField = { name: string; raw: string };
 
 /**
  * Signs messages for one domain (RFC 6376, rsa-sha256, relaxed/relaxed). Built once per domain:
- * parsing the PEM costs more than the signature itself, so the key stays a parsed KeyObject.
+ * decrypting and parsing the key costs more than the signature itself, so it stays a KeyObject.
  */
 export class DkimSigner {
-  private readonly key: KeyObject;
-
   constructor(
     readonly domain: string,
     readonly selector: string,
-    privateKeyPem: string,
-  ) {
-    this.key = createPrivateKey(privateKeyPem);
-  }
+    private readonly key: KeyObject,
+  ) {}
 
   /**
    * The message with its DKIM-Signature header field on top. The RSA signature, most of the cost

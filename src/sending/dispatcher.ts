@@ -3,13 +3,14 @@ import * as emails from '../data/emails.js';
 import type { ClaimedEmail } from '../data/emails.js';
 import { deleteExpiredIdempotencyKeys } from '../data/idempotency-keys.js';
 import type { Deps } from '../deps.js';
+import { KeyVaultError } from '../domains/key-vault.js';
 import { addressOf } from '../mail/address.js';
 import { compose, signedMessage, type CampaignComposer, type CampaignMail } from './compose.js';
 import { DomainSettingsCache } from './domain-settings.js';
 import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, type Outcome } from './outcomes.js';
 import type { Transport } from './transports/index.js';
 
-export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals'>;
+export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault'>;
 export type Dispatcher = { stop(): Promise<void> };
 
 const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
@@ -23,7 +24,7 @@ const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transport; campaigns: CampaignComposer }): Dispatcher {
   const { db, config, log } = deps;
   const { transport, campaigns } = parts;
-  const domains = new DomainSettingsCache(db);
+  const domains = new DomainSettingsCache(deps);
   const inFlight = new Set<Promise<void>>();
   const totals = { claimed: 0, sent: 0, written: 0 };
   let stopped = false;
@@ -49,6 +50,20 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     return outcomeOf(email, result, composed.skipped, new Date(), config);
   };
 
+  /**
+   * An attempt that threw. A key this SECRET cannot decrypt is an operator's mistake that a restart
+   * with the right SECRET mends: the email is tried again (never sent unsigned) until its retry
+   * window ends. Anything else is a fault, and the email FAILED.
+   */
+  const attemptFailed = (email: ClaimedEmail, error: unknown): Outcome => {
+    if (error instanceof KeyVaultError) {
+      log.error('email not sent: the DKIM key of its domain cannot be used; it will be tried again', { emailId: email.id, error: error.message });
+      return outcomeOf(email, { kind: 'temporary', response: error.message, code: null }, [], new Date(), config);
+    }
+    log.error('building or sending an email failed', { error, emailId: email.id });
+    return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
+  };
+
   const processBatch = async (token: string, leaseUntil: Date, batch: ClaimedEmail[]) => {
     const recipients = batch.flatMap((email) =>
       [...email.to_addresses, ...email.cc_addresses, ...email.bcc_addresses].map((mailbox) => ({ teamId: email.team_id, email: addressOf(mailbox).toLowerCase() })),
@@ -56,10 +71,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const [suppressed, campaignMail] = await Promise.all([emails.findSuppressed(db, recipients), campaigns.prepare(batch)]);
     const outcomes = await Promise.all(
       batch.map((email) =>
-        send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => {
-          log.error('building or sending an email failed', { error, emailId: email.id });
-          return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
-        }),
+        send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => attemptFailed(email, error)),
       ),
     );
     totals.written += await recordOutcomes(deps, token, outcomes.filter((outcome) => outcome !== null), () => stopped);

@@ -10,7 +10,7 @@ import { asciiHostname } from '../mail/address.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
 
-export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
+export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault'>;
 
 export type Domain = ReturnType<typeof toDomain>;
 
@@ -105,13 +105,14 @@ export async function createDomain(deps: DomainDeps, caller: Caller, input: { na
   if (!regions.includes(region)) problems.push({ path: 'region', message: `must be one of: ${regions.join(', ')}` });
   if ('path' in normalized || problems.length > 0) throw validationError(problems);
 
+  const { privateKey, publicKey } = await generateDkimKeyPair();
   const row = await domains.insertDomain(deps.db, {
     teamId: caller.teamId,
     name: normalized.name,
     subdomain: normalized.subdomain,
     region,
     dkimSelector,
-    key: await generateDkimKeyPair(),
+    key: { sealedPrivateKey: deps.keyVault.seal(privateKey), publicKey },
     verifyFrom: deps.config.autoVerify ? new Date() : null,
   });
   if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);

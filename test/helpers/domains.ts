@@ -26,7 +26,7 @@ export const hoursEnv = (ms: number) => String(ms / 3_600_000);
 
 /** Polls GET /v1/domains/{id} until the domain satisfies the predicate; fails after the timeout. */
 export async function waitForDomain(
-  server: TestServer,
+  server: Pick<TestServer, 'call'>,
   key: string,
   id: number,
   predicate: (domain: any) => boolean,
@@ -42,7 +42,7 @@ export async function waitForDomain(
   }
 }
 
-export async function createDomain(server: TestServer, key: string, name: string) {
+export async function createDomain(server: Pick<TestServer, 'call'>, key: string, name: string) {
   const res = await server.call('POST', '/v1/domains', { key, body: { name, region: 'us-east-1' } });
   expect(res.status).toBe(200);
   return res.body;
@@ -52,7 +52,7 @@ export async function createDomain(server: TestServer, key: string, name: string
  * A domain of the team marked verified in the database, for tests about sending rather than DNS
  * (test/domain-verification.test.ts proves the real way there).
  */
-export async function verifiedDomain(server: TestServer, key: string, name: string) {
+export async function verifiedDomain(server: Pick<TestServer, 'call' | 'deps'>, key: string, name: string) {
   const domain = await createDomain(server, key, name);
   await server.deps.db
     .updateTable('domains')
@@ -63,7 +63,7 @@ export async function verifiedDomain(server: TestServer, key: string, name: stri
 }
 
 /** A domain verified the real way: its records served by the loopback DNS server, then checked. */
-export async function dnsVerifiedDomain(server: TestServer, key: string, dns: { serve(domain: any): void }, name: string) {
+export async function dnsVerifiedDomain(server: Pick<TestServer, 'call'>, key: string, dns: { serve(domain: any): void }, name: string) {
   const domain = await createDomain(server, key, name);
   dns.serve(domain);
   expect((await server.call('PUT', `/v1/domains/${domain.id}/verify`, { key })).status).toBe(200);

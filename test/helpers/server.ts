@@ -48,6 +48,9 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   };
 }
 
+/** The API of a server at `baseUrl` (a child process, say), as tests call a TestServer's. */
+export const apiAt = (baseUrl: string): Pick<TestServer, 'call'> => ({ call: (method, path, options) => call(baseUrl, method, path, options) });
+
 export async function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;

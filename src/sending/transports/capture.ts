@@ -35,13 +35,14 @@ function simulate(recipients: string[]): Feedback[] {
  * delivered, so a fresh install sends "for real" with nothing else set up.
  */
 export function captureTransport(outbox: string): Transport {
-  const ready = mkdir(outbox, { recursive: true });
+  // Messages carry recipients' addresses and content: only the service's user may read them.
+  const ready = mkdir(outbox, { recursive: true, mode: 0o700 });
   return {
     name: 'capture',
     async send(emailId, message, envelope) {
       await ready;
       const file = path.join(outbox, `${emailId}.eml`);
-      await writeFile(file, message);
+      await writeFile(file, message, { mode: 0o600 });
       return { kind: 'sent', response: `250 captured as ${path.basename(file)}`, rejected: [], feedback: simulate(envelope.to) };
     },
     close: async () => {},

@@ -1,0 +1,72 @@
+import { createCipheriv, createDecipheriv, createPrivateKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+
+// Names what the derived key is for, so it is never the key of another use of SECRET (link signing).
+const HKDF_INFO = 'mailroom: DKIM private keys at rest, AES-256-GCM, v1';
+const FORMAT = 'v1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** How a key stored before keys were encrypted begins (PEM); nothing encrypted begins so. */
+export const PLAINTEXT_PREFIX = '-----BEGIN';
+
+/** A stored key this vault cannot turn into a signing key; the message names the domain, never the key. */
+export class KeyVaultError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KeyVaultError';
+  }
+}
+
+/**
+ * Encrypts DKIM private keys for the database and decrypts them straight into KeyObjects. The key
+ * is derived from SECRET with HKDF-SHA256; each private key (PKCS#8 DER) is sealed with AES-256-GCM
+ * under a random IV and stored as `v1:<iv>:<tag>:<ciphertext>` (base64), so a dump or backup of
+ * the database carries no usable key without SECRET.
+ */
+export class KeyVault {
+  private readonly key: Buffer;
+
+  constructor(secret: string) {
+    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), HKDF_INFO, 32));
+  }
+
+  seal(privateKey: KeyObject): string {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv, { authTagLength: TAG_BYTES });
+    const der = privateKey.export({ type: 'pkcs8', format: 'der' });
+    try {
+      const ciphertext = Buffer.concat([cipher.update(der), cipher.final()]);
+      return [FORMAT, ...[iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString('base64'))].join(':');
+    } finally {
+      der.fill(0);
+    }
+  }
+
+  /**
+   * The signing key of a stored value. A PEM is read as it is: a process of an earlier version
+   * sharing the database may have written it since this one encrypted the rest at start.
+   */
+  open(stored: string, domain: string): KeyObject {
+    if (stored.startsWith(PLAINTEXT_PREFIX)) return createPrivateKey(stored);
+    const [format, iv, tag, ciphertext, ...rest] = stored.split(':');
+    if (format !== FORMAT || ciphertext === undefined || rest.length > 0) {
+      throw new KeyVaultError(`The DKIM private key of ${domain} is stored in a form this version of Mailroom does not know`);
+    }
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv!, 'base64'), { authTagLength: TAG_BYTES });
+    let der: Buffer;
+    try {
+      decipher.setAuthTag(Buffer.from(tag!, 'base64'));
+      der = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]);
+    } catch {
+      throw new KeyVaultError(
+        `The DKIM private key of ${domain} cannot be decrypted with this SECRET: it was encrypted with another one ` +
+          '(start Mailroom with the SECRET it had when the key was stored, or the one given to "secret rotate"), or altered',
+      );
+    }
+    try {
+      return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+    } finally {
+      der.fill(0);
+    }
+  }
+}
