@@ -25,7 +25,8 @@ export function asciiHostname(name: string): string | null {
 }
 
 function checkHostname(name: string): string | null {
-  if (name.length === 0 || name.endsWith('.') || /[\s/\\@[\]]/.test(name)) return null;
+  // domainToASCII reads a URL host, so it would percent-decode a `%`, which no host name holds.
+  if (name.length === 0 || name.endsWith('.') || /[\s/\\@[\]%]/.test(name)) return null;
   const ascii = domainToASCII(name);
   if (!ascii || ascii.length > 253) return null;
   const labels = ascii.split('.');
@@ -74,11 +75,11 @@ export function addressOf(mailbox: string): string {
 }
 
 /**
- * A mailbox as it is stored: `addr`, or `"Name" <addr>`. Quotes and backslashes are dropped from
- * the name, so the stored form always parses back to the same name and address.
+ * A mailbox as it is stored: `addr`, or `"Name" <addr>`. Quotes, backslashes and `<` are dropped
+ * from the name, so the stored form always parses back to the same name and address.
  */
 export const formatMailbox = (mailbox: { name: string | null; address: string }) =>
-  mailbox.name ? `"${mailbox.name.replace(/["\\]/g, '')}" <${mailbox.address}>` : mailbox.address;
+  mailbox.name ? `"${mailbox.name.replace(/["\\<]/g, '')}" <${mailbox.address}>` : mailbox.address;
 
 /** Splits a comma-separated list at the commas outside quotes and angle brackets. */
 export function splitAddressList(value: string): string[] {
@@ -86,8 +87,11 @@ export function splitAddressList(value: string): string[] {
   let current = '';
   let quoted = false;
   let angle = false;
+  let escaped = false;
   for (const char of value) {
-    if (char === '"') quoted = !quoted;
+    if (escaped) escaped = false;
+    else if (char === '\\') escaped = quoted;
+    else if (char === '"') quoted = !quoted;
     else if (char === '<' && !quoted) angle = true;
     else if (char === '>' && !quoted) angle = false;
     if (char === ',' && !quoted && !angle) {

@@ -20,6 +20,16 @@ export function decodeEntities(text: string): string {
 }
 
 /**
+ * An <a> tag up to the value of its href attribute, then that value in double, single or no quotes
+ * (groups 1 to 4). The attributes before it are passed over whole, so neither a `data-href` nor an
+ * `href=` inside another attribute's value is taken for it. No name is taken to hold a `<`, so the
+ * search of a tag left open ends at the next tag instead of running through the rest of the html.
+ */
+export const LINK_HREF =
+  /(<a(?:[\s/]+[^\s/<>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>][^\s>]*(?=[\s>])))?)*?[\s/]+href\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*))/gi;
+const LINK = new RegExp(`${LINK_HREF.source}[^>]*>([\\s\\S]*?)<\\/a\\s*>`, 'gi');
+
+/**
  * A plain-text rendering of an HTML body for the text/plain alternative: blocks become lines, links
  * keep their target, everything invisible goes. Not a layout engine: readable is the goal.
  */
@@ -29,10 +39,11 @@ export function htmlToText(html: string): string {
     .replace(/<!--[\s\S]*?-->/g, '')
     // Line breaks in HTML source are spaces; only the markup below makes lines.
     .replace(/\s+/g, ' ')
-    .replace(/<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))[^>]*>([\s\S]*?)<\/a\s*>/gi, (_m, dq, sq, bare, label: string) => {
+    .replace(LINK, (_m, _start, dq, sq, bare, label: string) => {
       const href = decodeEntities(dq ?? sq ?? bare ?? '');
       const visible = label.replace(/<[^>]*>/g, '').trim();
-      return !href || href.startsWith('#') || decodeEntities(visible) === href ? visible : `${visible} (${href})`;
+      // The text is stripped of tags and decoded once more below: escaped, the target comes out as it is.
+      return !href || href.startsWith('#') || decodeEntities(visible) === href ? visible : `${visible} (${escapeHtml(href)})`;
     })
     .replace(/<li\b[^>]*>/gi, '\n- ')
     .replace(/<br\s*\/?>/gi, '\n')

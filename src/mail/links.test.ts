@@ -156,13 +156,13 @@ describe('addTracking', () => {
     expect(addTracking(html, options())).toBe(html);
   });
 
-  // BUG: the link pattern takes the first `\bhref=` inside the tag, and `data-href` has a word
-  // boundary before `href`: the data attribute is rewritten and the real link is not tracked.
-  it.fails('the href attribute is the one rewritten, not a data-href before it', () => {
+  it('the href attribute is the one rewritten, not a data-href before it nor an href= inside another value', () => {
     const html = '<a data-href="https://a.example/" href="https://b.example/">x</a>';
     const tracked = addTracking(html, options());
     expect(tracked.startsWith('<a data-href="https://a.example/" href="https://mr.example/track/click/')).toBe(true);
     expect(clickTargets(tracked)).toStrictEqual(['https://b.example/']);
+    const inValue = `<a title="href='https://a.example/'" href="https://b.example/">x</a><a title=x/href=https://a.example/>y</a>`;
+    expect(clickTargets(addTracking(inValue, options()))).toStrictEqual(['https://b.example/']);
   });
 
   describe('the open pixel', () => {

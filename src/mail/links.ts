@@ -1,4 +1,4 @@
-import { decodeEntities } from './html.js';
+import { decodeEntities, LINK_HREF } from './html.js';
 import type { LinkFields, RecipientTokens } from './tokens.js';
 
 /** How long a double opt-in confirmation link holds, from when its email was created. */
@@ -25,8 +25,6 @@ export const clickUrl = (publicUrl: string, tokens: RecipientTokens, emailId: st
 
 export type TrackingOptions = { open: boolean; click: boolean; publicUrl: string; tokens: RecipientTokens; emailId: string };
 
-// The href of an <a> tag, in double, single or no quotes.
-const LINK = /(<a\b[^>]*?\bhref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/gi;
 const BODY_END = /<\/body\s*>/gi;
 
 /** Only web links to elsewhere are tracked: not mailto:, anchors, nor Mailroom's own pages (unsubscribe, confirm). */
@@ -40,7 +38,7 @@ const trackable = (url: string, publicUrl: string) => isWebUrl(url) && !url.star
 export function addTracking(html: string, options: TrackingOptions): string {
   let out = html;
   if (options.click) {
-    out = out.replace(LINK, (whole, start: string, double?: string, single?: string, bare?: string) => {
+    out = out.replace(LINK_HREF, (whole, start: string, double?: string, single?: string, bare?: string) => {
       const url = decodeEntities((double ?? single ?? bare ?? '').trim());
       if (!trackable(url, options.publicUrl)) return whole;
       return `${start}"${clickUrl(options.publicUrl, options.tokens, options.emailId, url)}"`;

@@ -23,7 +23,12 @@ export type Envelope = { from: string; to: string[] };
 const ASCII_PRINTABLE = /^[\x20-\x7e]*$/;
 const PLAIN_PHRASE = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~ -]*$/;
 
-/** RFC 2047 B-encoded words of at most 75 characters, never splitting a character. */
+// RFC 2047 keeps lines holding encoded words within 76 characters; other lines fold there too
+// when they can, but must never pass RFC 5322's 998.
+const LINE = 76;
+const MAX_LINE = 998;
+
+/** RFC 2047 B-encoded words of at most 72 characters, never splitting a character, each after a space where a line may fold. */
 function encodedWords(text: string): string[] {
   const words: string[] = [];
   let chunk = '';
@@ -39,27 +44,49 @@ function encodedWords(text: string): string[] {
     bytes += size;
   }
   if (chunk) words.push(chunk);
-  return words.map((word) => `=?UTF-8?B?${Buffer.from(word).toString('base64')}?=`);
+  return words.map((word) => ` =?UTF-8?B?${Buffer.from(word).toString('base64')}?=`);
 }
 
-/** An unstructured header value (Subject, custom headers): as is when ASCII, else encoded words. */
-export function encodeHeaderValue(value: string): string {
-  return ASCII_PRINTABLE.test(value) ? value : encodedWords(value).join('\r\n ');
+/**
+ * `ascii` in pieces, each starting with the white space a line may fold at (before a word, the
+ * first included); or `text` as encoded words when there is no `ascii`, or a piece too long for
+ * any line.
+ */
+function foldable(ascii: string | null, text: string): string[] {
+  const pieces = ascii === null ? null : ` ${ascii}`.split(/(?= [^ ])/);
+  return pieces?.every((piece) => piece.length <= MAX_LINE) ? pieces : encodedWords(text);
 }
 
-function encodeMailbox(mailbox: string): string {
-  const parsed = parseMailbox(mailbox);
+/** `start` then the pieces, a line folded before a piece that would take it past 76 characters; never left empty. */
+function fold(start: string, pieces: string[]): string {
+  let out = start;
+  let width = start.length;
+  for (const piece of pieces) {
+    if (width > 0 && width + piece.length > LINE) {
+      out += '\r\n';
+      width = 0;
+    }
+    out += piece;
+    width += piece.length;
+  }
+  return out;
+}
+
+/** An unstructured header field (Subject, custom headers): the value as it is when ASCII, else encoded words; folded. */
+export const unstructuredField = (name: string, value: string) =>
+  fold(`${name}:`, foldable(ASCII_PRINTABLE.test(value) ? value : null, value));
+
+function mailboxPieces(mailbox: string): string[] {
+  const name = parseMailbox(mailbox)?.name;
   const address = addressOf(mailbox);
-  if (!parsed?.name) return address;
-  const name = PLAIN_PHRASE.test(parsed.name)
-    ? parsed.name
-    : ASCII_PRINTABLE.test(parsed.name)
-      ? `"${parsed.name.replace(/["\\]/g, '\\$&')}"`
-      : encodedWords(parsed.name).join(' ');
-  return `${name} <${address}>`;
+  if (!name) return [` ${address}`];
+  const ascii = PLAIN_PHRASE.test(name) ? name : ASCII_PRINTABLE.test(name) ? `"${name.replace(/["\\]/g, '\\$&')}"` : null;
+  return [...foldable(ascii, name), ` <${address}>`];
 }
 
-const addressList = (mailboxes: string[]) => mailboxes.map(encodeMailbox).join(',\r\n ');
+/** An address field, each mailbox starting a line. */
+const addressField = (name: string, mailboxes: string[]) =>
+  mailboxes.map((mailbox, i) => fold(i === 0 ? `${name}:` : '', mailboxPieces(mailbox))).join(',\r\n');
 
 /** RFC 5322 date-time in UTC. */
 export const rfc5322Date = (date: Date) => date.toUTCString().replace(/GMT$/, '+0000');
@@ -102,23 +129,29 @@ function hasLongLine(text: string): boolean {
 
 /** A body part: 7bit when it is short-lined ASCII that cannot contain a boundary, else quoted-printable. */
 function textPart(type: 'plain' | 'html', body: string): string {
-  const plain = /^[\x20-\x7e\t\r\n]*$/.test(body) && !body.includes('=_mr') && !hasLongLine(body);
-  const content = plain ? body.replace(/\r?\n/g, '\r\n') : quotedPrintable(body);
+  // Text goes in its canonical form (RFC 2046 §4.1.1): a lone CR or LF is a line break, written CRLF.
+  const text = body.replace(/\r\n?|\n/g, '\r\n');
+  const plain = /^[\x20-\x7e\t\r\n]*$/.test(text) && !text.includes('=_mr') && !hasLongLine(text);
+  const content = plain ? text : quotedPrintable(text);
   return `Content-Type: text/${type}; charset=utf-8\r\nContent-Transfer-Encoding: ${plain ? '7bit' : 'quoted-printable'}\r\n\r\n${content}`;
 }
 
-function filenameParams(filename: string): string {
-  if (ASCII_PRINTABLE.test(filename)) return `; filename="${filename.replace(/["\\]/g, '\\$&')}"`;
+/** The file name as a parameter; a long non-ASCII one in RFC 2231 continuations, one to a line. */
+function filenameParams(attribute: 'name' | 'filename', filename: string): string {
+  if (ASCII_PRINTABLE.test(filename)) return `; ${attribute}="${filename.replace(/["\\]/g, '\\$&')}"`;
   // RFC 2231: percent-encoded UTF-8.
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `; filename*=utf-8''${encoded}`;
+  // Sections of at most 50 characters that never end inside a %XX.
+  const sections = encoded.match(/.{1,50}(?<!%.?)/g)!;
+  if (sections.length === 1) return `; ${attribute}*=utf-8''${encoded}`;
+  return sections.map((section, i) => `;\r\n ${attribute}*${i}*=${i === 0 ? "utf-8''" : ''}${section}`).join('');
 }
 
 function attachmentPart(attachment: MailAttachment): string {
-  const params = filenameParams(attachment.filename);
   return (
-    `Content-Type: ${attachment.contentType}${params.replace('filename', 'name')}\r\n` +
-    `Content-Disposition: attachment${params}\r\nContent-Transfer-Encoding: base64\r\n\r\n${wrap76(attachment.content)}`
+    `Content-Type: ${attachment.contentType}${filenameParams('name', attachment.filename)}\r\n` +
+    `Content-Disposition: attachment${filenameParams('filename', attachment.filename)}\r\n` +
+    `Content-Transfer-Encoding: base64\r\n\r\n${wrap76(attachment.content)}`
   );
 }
 
@@ -133,15 +166,15 @@ function multipart(subtype: 'alternative' | 'mixed', boundary: string, parts: st
  */
 export function buildMessage(email: OutgoingEmail, date: Date): Buffer {
   const headers = [
-    `From: ${encodeMailbox(email.from)}`,
-    `To: ${addressList(email.to)}`,
-    ...(email.cc.length > 0 ? [`Cc: ${addressList(email.cc)}`] : []),
-    ...(email.replyTo.length > 0 ? [`Reply-To: ${addressList(email.replyTo)}`] : []),
-    `Subject: ${encodeHeaderValue(email.subject)}`,
+    addressField('From', [email.from]),
+    addressField('To', email.to),
+    ...(email.cc.length > 0 ? [addressField('Cc', email.cc)] : []),
+    ...(email.replyTo.length > 0 ? [addressField('Reply-To', email.replyTo)] : []),
+    unstructuredField('Subject', email.subject),
     `Date: ${rfc5322Date(date)}`,
     `Message-ID: ${email.messageId}`,
     'MIME-Version: 1.0',
-    ...Object.entries(email.headers).map(([name, value]) => `${name}: ${encodeHeaderValue(value)}`),
+    ...Object.entries(email.headers).map(([name, value]) => unstructuredField(name, value)),
   ];
   const text = textPart('plain', email.text ?? '');
   const alternative = email.html === null ? text : multipart('alternative', `=_mr_a_${email.id}`, [text, textPart('html', email.html)]);
