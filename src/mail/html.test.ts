@@ -137,3 +137,17 @@ describe('htmlToText', () => {
     expect(htmlToText('')).toBe('');
   });
 });
+
+describe('htmlToText on hostile html', () => {
+  // Each of these once cost a scan of the rest of the text per opener: quadratic, minutes for a
+  // body of a megabyte, all of it on the event loop of the request that brought it.
+  it.each([
+    ['unclosed tags', '<a '],
+    ['unclosed links', '<a href="https://example.com/">x '],
+    ['unclosed comments', '<!-- '],
+    ['unclosed scripts', '<script>x '],
+  ])('reads a megabyte of %s in one pass', (_what, unit) => {
+    const html = `<p>Start</p>${unit.repeat(Math.ceil(1_000_000 / unit.length))}`;
+    expect(htmlToText(html).startsWith('Start')).toBe(true);
+  });
+});

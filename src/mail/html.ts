@@ -27,29 +27,68 @@ export function decodeEntities(text: string): string {
  */
 export const LINK_HREF =
   /(<a(?:[\s/]+[^\s/<>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>][^\s>]*(?=[\s>])))?)*?[\s/]+href\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*))/gi;
-const LINK = new RegExp(`${LINK_HREF.source}[^>]*>([\\s\\S]*?)<\\/a\\s*>`, 'gi');
+/**
+ * The text with every span from `open` to the end of its closer taken out (`closer` gives the
+ * lower-case text that ends a span opened by a match). An opener whose closer never comes runs to
+ * the end, as a browser reads an unclosed comment or script. One pass: indexOf, never a lazy
+ * pattern that rescans the rest of the text for each opener.
+ */
+function dropSpans(text: string, open: RegExp, closer: (match: RegExpExecArray) => string): string {
+  const lower = text.toLowerCase();
+  let out = '';
+  let from = 0;
+  open.lastIndex = 0;
+  for (let match = open.exec(text); match; match = open.exec(text)) {
+    const end = lower.indexOf(closer(match), match.index + match[0].length);
+    out += text.slice(from, match.index);
+    if (end === -1) return out;
+    // A closing tag ends at its `>` (`</style >`); a comment's closer is whole.
+    const tail = closer(match).startsWith('</') ? text.indexOf('>', end) : end + closer(match).length - 1;
+    if (tail === -1) return out;
+    from = tail + 1;
+    open.lastIndex = from;
+  }
+  return out + text.slice(from);
+}
+
+/** Each link as its label, with its target after it where that says more; one pass, like dropSpans. */
+function linksAsText(text: string): string {
+  const lower = text.toLowerCase();
+  let out = '';
+  let from = 0;
+  LINK_HREF.lastIndex = 0;
+  for (let match = LINK_HREF.exec(text); match; match = LINK_HREF.exec(text)) {
+    const tagEnd = text.indexOf('>', match.index + match[0].length);
+    const close = tagEnd === -1 ? -1 : lower.indexOf('</a', tagEnd);
+    if (close === -1) break;
+    const closeEnd = text.indexOf('>', close);
+    const href = decodeEntities(match[2] ?? match[3] ?? match[4] ?? '');
+    const visible = text.slice(tagEnd + 1, close).replace(TAG, '').trim();
+    // The text is stripped of tags and decoded once more afterwards: escaped, the target comes out as it is.
+    out += text.slice(from, match.index) + (!href || href.startsWith('#') || decodeEntities(visible) === href ? visible : `${visible} (${escapeHtml(href)})`);
+    from = closeEnd === -1 ? text.length : closeEnd + 1;
+    LINK_HREF.lastIndex = from;
+  }
+  return out + text.slice(from);
+}
+
+// A tag cannot hold a `<`: a search that meets one ends there, so a text full of unclosed `<` is
+// read once, not once per `<`.
+const TAG = /<[^<>]*>/g;
 
 /**
  * A plain-text rendering of an HTML body for the text/plain alternative: blocks become lines, links
- * keep their target, everything invisible goes. Not a layout engine: readable is the goal.
+ * keep their target, everything invisible goes. Not a layout engine: readable is the goal. Linear
+ * in the length of the html, whatever it holds: it runs on every body a request brings.
  */
 export function htmlToText(html: string): string {
-  const text = html
-    .replace(/<(head|style|script|title)\b[\s\S]*?<\/\1\s*>/gi, '')
-    .replace(/<!--[\s\S]*?-->/g, '')
-    // Line breaks in HTML source are spaces; only the markup below makes lines.
-    .replace(/\s+/g, ' ')
-    .replace(LINK, (_m, _start, dq, sq, bare, label: string) => {
-      const href = decodeEntities(dq ?? sq ?? bare ?? '');
-      const visible = label.replace(/<[^>]*>/g, '').trim();
-      // The text is stripped of tags and decoded once more below: escaped, the target comes out as it is.
-      return !href || href.startsWith('#') || decodeEntities(visible) === href ? visible : `${visible} (${escapeHtml(href)})`;
-    })
-    .replace(/<li\b[^>]*>/gi, '\n- ')
+  const visibleOnly = dropSpans(dropSpans(html, /<!--/g, () => '-->'), /<(head|style|script|title)\b/gi, (match) => `</${match[1]!.toLowerCase()}`);
+  const text = linksAsText(visibleOnly.replace(/\s+/g, ' '))
+    .replace(/<li\b[^<>]*>/gi, '\n- ')
     .replace(/<br\s*\/?>/gi, '\n')
-    .replace(/<\/?(p|div|h[1-6]|ul|ol|table|tr|blockquote|section|article|header|footer|hr)\b[^>]*>/gi, '\n\n')
+    .replace(/<\/?(p|div|h[1-6]|ul|ol|table|tr|blockquote|section|article|header|footer|hr)\b[^<>]*>/gi, '\n\n')
     .replace(/<\/t[dh]\s*>/gi, ' ')
-    .replace(/<[^>]*>/g, '');
+    .replace(TAG, '');
   return decodeEntities(text)
     .replace(/[ \t]+/g, ' ')
     .replace(/ ?\n ?/g, '\n')
