@@ -73,6 +73,22 @@ const ANSWER_TO_ABSENT_REFERENCE: Record<string, number> = {
   'DELETE /contactBooks/{contactBookId}/contacts/bulk': 200,
 };
 
+/**
+ * Query parameters that name a team's resources, with which of the owner's to put there: both its
+ * domains (only the one it sends from has mail), its contact, its contact's address.
+ */
+const QUERY_REFERENCES: Record<string, (owner: TeamFixture) => Promise<string[]>> = {
+  domainId: async (owner) => {
+    const sender = await owner.id('senderDomain');
+    const { body } = await owner.call('GET', '/v1/domains');
+    return [await owner.id('domainId'), String(body.find((domain: { name: string }) => domain.name === sender).id)];
+  },
+  ids: async (owner) => [await owner.id('contactId')],
+  emails: async (owner) => [`${owner.tag}@example.com`],
+};
+const ABSENT_IN_QUERY: Record<string, string> = { domainId: '2147480000', ids: 'absent_00000000000000000000', emails: 'absent@example.com' };
+const NAMES_RESOURCES = /^(ids|emails)$|Ids?$/;
+
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 /** The answer with each id it was given, the caller's own ids and name, and times, replaced by their role. */
@@ -148,6 +164,36 @@ describe('team isolation', () => {
       }
       expect(seen, 'the listings show the team its own rows').toContain(viewer.tag);
     }
+  });
+
+  it("another team's ids in a query string answer exactly like missing ones and reveal nothing of that team", async () => {
+    const owner = await teamFixture(server, 'Owner');
+    await owner.ready();
+    const asked = apiRoutes
+      .filter((route) => route.method === 'get' && route.query)
+      .flatMap((route) => Object.keys(route.query!.shape).filter((name) => NAMES_RESOURCES.test(name)).map((name) => ({ route, name })));
+    expect(asked.map(({ route, name }) => `${routeName(route)}?${name}`)).toEqual(
+      expect.arrayContaining(['GET /emails?domainId', 'GET /analytics/reputation-metrics?domainId', 'GET /analytics/email-time-series?domainId']),
+    );
+    await Promise.all(
+      asked.map(async ({ route, name }) => {
+        const references = QUERY_REFERENCES[name];
+        expect(references, `${routeName(route)} takes ${name}: add what it names to QUERY_REFERENCES`).toBeDefined();
+        for (const id of await references!(owner)) {
+          const what = `${routeName(route)}?${name}=<another team's>`;
+          const caller = await teamFixture(server, 'Caller');
+          const control = await teamFixture(server, 'Control');
+          const ask = async (team: TeamFixture, value: string) => {
+            const res = await team.call('GET', `${await team.path(route)}?${name}=${encodeURIComponent(value)}`);
+            return { res, normalized: await normalized(res, team, { [name]: value }) };
+          };
+          const foreign = await ask(caller, id);
+          const missing = await ask(control, ABSENT_IN_QUERY[name]!);
+          expect(foreign.normalized, what).toEqual(missing.normalized);
+          await expectNothingOf(owner, foreign.normalized, what);
+        }
+      }),
+    );
   });
 
   it("a write naming another team's resources in its body is answered as if they did not exist, and changes nothing there", async () => {
