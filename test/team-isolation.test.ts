@@ -74,19 +74,21 @@ const ANSWER_TO_ABSENT_REFERENCE: Record<string, number> = {
 };
 
 /**
- * Query parameters that name a team's resources, with which of the owner's to put there: both its
- * domains (only the one it sends from has mail), its contact, its contact's address.
+ * Query parameters that name a team's resources: the kind they name, and which of the owner's to put
+ * there (both its domains, as only the one it sends from has mail; its contact; its contact's address).
  */
-const QUERY_REFERENCES: Record<string, (owner: TeamFixture) => Promise<string[]>> = {
-  domainId: async (owner) => {
-    const sender = await owner.id('senderDomain');
-    const { body } = await owner.call('GET', '/v1/domains');
-    return [await owner.id('domainId'), String(body.find((domain: { name: string }) => domain.name === sender).id)];
+const QUERY_REFERENCES: Record<string, { kind: string; of(owner: TeamFixture): Promise<string[]> }> = {
+  domainId: {
+    kind: 'domainId',
+    of: async (owner) => {
+      const sender = await owner.id('senderDomain');
+      const { body } = await owner.call('GET', '/v1/domains');
+      return [await owner.id('domainId'), String(body.find((domain: { name: string }) => domain.name === sender).id)];
+    },
   },
-  ids: async (owner) => [await owner.id('contactId')],
-  emails: async (owner) => [`${owner.tag}@example.com`],
+  ids: { kind: 'contactId', of: async (owner) => [await owner.id('contactId')] },
+  emails: { kind: 'email', of: async (owner) => [`${owner.tag}@example.com`] },
 };
-const ABSENT_IN_QUERY: Record<string, string> = { domainId: '2147480000', ids: 'absent_00000000000000000000', emails: 'absent@example.com' };
 const NAMES_RESOURCES = /^(ids|emails)$|Ids?$/;
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -179,7 +181,7 @@ describe('team isolation', () => {
       asked.map(async ({ route, name }) => {
         const references = QUERY_REFERENCES[name];
         expect(references, `${routeName(route)} takes ${name}: add what it names to QUERY_REFERENCES`).toBeDefined();
-        for (const id of await references!(owner)) {
+        for (const id of await references!.of(owner)) {
           const what = `${routeName(route)}?${name}=<another team's>`;
           const caller = await teamFixture(server, 'Caller');
           const control = await teamFixture(server, 'Control');
@@ -188,7 +190,7 @@ describe('team isolation', () => {
             return { res, normalized: await normalized(res, team, { [name]: value }) };
           };
           const foreign = await ask(caller, id);
-          const missing = await ask(control, ABSENT_IN_QUERY[name]!);
+          const missing = await ask(control, await absentResources.id(references!.kind));
           expect(foreign.normalized, what).toEqual(missing.normalized);
           await expectNothingOf(owner, foreign.normalized, what);
         }
