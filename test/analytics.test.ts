@@ -1,5 +1,5 @@
 import { UseSend } from 'usesend-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
@@ -15,10 +15,20 @@ const DAY_MS = 86_400_000;
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
 
 /**
+ * Counts are kept per UTC day and windows end today, so mail sent before midnight and read after it
+ * would be on another day than the test expects. The server runs in this process: its clock (Date
+ * only, still moving) is put at midday of today, half a day from either midnight.
+ */
+function runAtMidday() {
+  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true, now: Math.floor(Date.now() / DAY_MS) * DAY_MS + DAY_MS / 2 });
+}
+
+/**
  * A known mix: domain A delivers 8 (one of them then complained about) and hard-bounces 2; domain B
  * delivers 3 and hard-bounces 1. Ten days ago domain A delivered 100 and hard-bounced 10.
  */
 beforeAll(async () => {
+  runAtMidday();
   env = await startFeedbackServer();
   team = await feedbackTeam(env.server, env.sink, 'metrics-a.test');
   domainA = team.domain.id;
@@ -41,7 +51,10 @@ beforeAll(async () => {
     .values({ team_id: team.teamId, domain_id: domainA, day: day(10), sent: 100, delivered: 100, bounced: 10, hard_bounced: 10 })
     .execute();
 }, 60_000);
-afterAll(() => env.stop());
+afterAll(async () => {
+  await env.stop();
+  vi.useRealTimers();
+});
 
 const metrics = (query = '', key = team.key) => env.server.call('GET', `/v1/analytics/reputation-metrics${query}`, { key });
 const series = (query = '', key = team.key) => env.server.call('GET', `/v1/analytics/email-time-series${query}`, { key });

@@ -1,7 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
-import { aolArf, gmailDsn, outlookArf, outlookDsn, postfixDsn, yahooArf, yahooDsn, type DsnFacts, type Sent } from './helpers/reports.js';
+import { statusesOf } from './helpers/emails.js';
+import {
+  aolArf,
+  gmailDsn,
+  outlookArf,
+  outlookDsn,
+  postfixDsn,
+  postfixSuccessDsn,
+  yahooArf,
+  yahooDsn,
+  type DsnFacts,
+  type Sent,
+  type SuccessFacts,
+} from './helpers/reports.js';
 import { waitFor } from './helpers/wait.js';
 
 const MAX_BYTES = 256 * 1024;
@@ -48,6 +61,28 @@ describe('bounces (RFC 3464 DSNs) over SMTP', () => {
     const suppressed = await team.suppression(recipient);
     if (hard) expect(suppressed).toMatchObject({ reason: 'HARD_BOUNCE', sourceEmailId: emailId });
     else expect(suppressed).toBeNull();
+  });
+});
+
+describe('delivery reports (RFC 3464 DSNs that say the mail arrived)', () => {
+  const successes: Omit<SuccessFacts, 'recipient'>[] = [
+    { action: 'delivered', status: '2.0.0', diagnostic: '250 2.0.0 Ok: delivered to mailbox' },
+    { action: 'relayed', status: '2.0.0', diagnostic: '250 2.0.0 Ok: queued as 9Qz4Hn2V7Lk' },
+  ];
+
+  it.each(successes)('Action: $action is a DELIVERED event: no bounce, no suppression, and the email counted delivered only once', async (facts) => {
+    const recipient = `dsn-${facts.action}@receiver.example`;
+    const { emailId, sent } = await team.send(recipient);
+    const metrics = () => team.ok('GET', '/v1/analytics/reputation-metrics');
+    const before = await metrics();
+    expect(await env.report(sent.returnPath, postfixSuccessDsn(sent, { ...facts, recipient }))).toMatchObject({ accepted: true, code: 250 });
+
+    const email = await team.email(emailId);
+    // The relay's acceptance, then the report.
+    expect(statusesOf(email)).toEqual(['QUEUED', 'SENT', 'DELIVERED', 'DELIVERED']);
+    expect(email.emailEvents.at(-1).data).toMatchObject({ recipient, action: facts.action, status: '2.0.0' });
+    expect(await team.suppression(recipient)).toBeNull();
+    expect(await metrics()).toEqual(before);
   });
 });
 

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContactBody, plainContact } from '../src/api/contacts.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
 
 let server: TestServer;
 let key: string;
@@ -85,7 +86,8 @@ describe('PUT upsert', () => {
     const body = { email: 'repeat@example.com', firstName: 'Re', properties: { a: '1', b: '2' }, subscribed: false };
     expect((await put(bookId, 'crm-7', body)).body).toEqual({ contactId: 'crm-7' });
     const first = await snapshot(bookId);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Only once the clock has moved on would a rewrite show in updatedAt.
+    await waitFor('the clock past updatedAt', async () => Date.now(), (now) => now > Date.parse(first[0].updatedAt));
     expect((await put(bookId, 'crm-7', { ...body, properties: { b: '2', a: '1' } })).body).toEqual({ contactId: 'crm-7' });
     expect((await put(bookId, 'repeat@example.com', body)).body).toEqual({ contactId: 'crm-7' });
     expect(await snapshot(bookId)).toEqual(first);

@@ -1,5 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { UseSend } from 'usesend-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
@@ -166,6 +167,40 @@ describe('sending', () => {
     const theirs = await server.call('POST', '/v1/emails', { key: other_team.apiKey, body, headers });
     expect(theirs.status).toBe(400);
     expectApiError(await server.call('POST', '/v1/emails', { key, body, headers: { 'Idempotency-Key': 'x'.repeat(257) } }), 400, 'VALIDATION_ERROR');
+  });
+
+  it('an Idempotency-Key expires after 24 hours: the same request then sends again, and the key answers the new send', async () => {
+    const body = { from, to: 'daily@example.org', subject: 'Daily', text: 'once a day' };
+    const idempotencyKey = `daily-${Date.now()}`;
+    const post = async (sent = body) => {
+      const res = await server.call('POST', '/v1/emails', { key, body: sent, headers: { 'Idempotency-Key': idempotencyKey } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.emailId as string;
+    };
+    // The key's age is its row's: moving its timestamp back stands in for the hours passing.
+    const age = (ms: number) =>
+      sql`UPDATE idempotency_keys SET created_at = created_at - ${ms} * interval '1 millisecond'
+        WHERE team_id = ${teamId} AND key = ${idempotencyKey}`.execute(server.deps.db);
+    const DAY_MS = 24 * 3_600_000;
+
+    const before = await countEmails();
+    const first = await post();
+    await age(DAY_MS - 60_000);
+    expect(await post(), 'a minute before the key expires').toBe(first);
+    expect(await countEmails()).toBe(before + 1);
+
+    await age(60_001);
+    const second = await post();
+    expect(second, 'once the key has expired').not.toBe(first);
+    expect(await countEmails()).toBe(before + 2);
+    expect(await post(), 'the key now holds the second send').toBe(second);
+    for (const id of [first, second]) expect(await waitForEmail(server, key, id, settled)).toMatchObject({ latestStatus: 'DELIVERED', to: 'daily@example.org' });
+
+    // Expired, the key is free for another request too: no conflict with what it held.
+    await age(DAY_MS + 1);
+    const other = await post({ ...body, subject: 'Another day' });
+    expect([first, second]).not.toContain(other);
+    expect(await countEmails()).toBe(before + 3);
   });
 
   it('the capture transport writes each message to DATA_DIR/outbox; simulator addresses bounce, complain and delay', async () => {

@@ -3,12 +3,15 @@ import { apiRoutes } from '../src/api/index.js';
 import { expectApiError } from './helpers/api-error.js';
 import {
   absentId,
+  absentResources,
   fillPath,
   pathParams,
+  referencingWrites,
   routeName,
   routesWithParams,
   snapshot,
   teamFixture,
+  type ResourceOwner,
   type TeamFixture,
 } from './helpers/fixtures.js';
 import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
@@ -23,22 +26,70 @@ afterAll(() => server.stop());
 const ID_FIELD = /^id$|Ids?$/;
 
 /**
- * Where a JSON answer mentions any of `ids`: as the value of an id field (`id`, `teamId`,
- * `contactIds`…), or, for ids and names long enough not to occur by chance, anywhere in its text.
+ * A trace of a team in an answer: a name or id, and the fields where it would be that team's. An
+ * integer id counts only in fields of its own kind (another team's domain may well have the number
+ * of the owner's team); text long enough not to occur by chance counts anywhere.
  */
-function mentions(value: unknown, ids: string[], field = ''): string[] {
-  if (Array.isArray(value)) return value.flatMap((item) => mentions(item, ids, field));
-  if (value !== null && typeof value === 'object') return Object.entries(value).flatMap(([key, item]) => mentions(item, ids, key));
-  if (typeof value !== 'string' && typeof value !== 'number') return [];
-  const text = String(value);
-  return ids.filter((id) => (ID_FIELD.test(field) && text === id) || (id.length >= 8 && text.includes(id)));
+type Secret = { text: string; field: RegExp | null };
+
+async function secretsOf(owner: TeamFixture): Promise<Secret[]> {
+  const ofKind = (resource: string, id: string): Secret =>
+    id.length >= 8 ? { text: id, field: null } : { text: id, field: new RegExp(`^(id|${resource}s?)$`) };
+  return [
+    { text: owner.tag, field: null },
+    { text: String(owner.teamId), field: /^teamIds?$/ },
+    ...(await owner.created()).map(([resource, id]) => ofKind(resource, id)),
+  ];
 }
 
-/** What a caller may see of another team's data: nothing, not even an id or a name, beyond the ids it sent. */
-async function expectNothingOf(owner: TeamFixture, answer: unknown, what: string, sent = '') {
-  const secrets = [owner.tag, String(owner.teamId), ...(await owner.createdIds())].filter((secret) => !sent.includes(secret));
-  expect(mentions(answer, secrets), `${what} reveals another team's data: ${JSON.stringify(answer)}`).toEqual([]);
+/** Which of the secrets a JSON answer mentions. */
+function mentions(value: unknown, secrets: Secret[], field = ''): string[] {
+  if (Array.isArray(value)) return value.flatMap((item) => mentions(item, secrets, field));
+  if (value !== null && typeof value === 'object') return Object.entries(value).flatMap(([key, item]) => mentions(item, secrets, key));
+  if (typeof value !== 'string' && typeof value !== 'number') return [];
+  const text = String(value);
+  return secrets.filter((secret) => (secret.field ? secret.field.test(field) && text === secret.text : text.includes(secret.text))).map((secret) => secret.text);
 }
+
+/**
+ * What a caller may see of another team's data: nothing, not even an id or a name. Ids the caller
+ * sent are replaced by their role first (see normalized), so every one of the owner's is looked for.
+ */
+async function expectNothingOf(owner: TeamFixture, answer: unknown, what: string) {
+  expect(mentions(answer, await secretsOf(owner)), `${what} reveals another team's data: ${JSON.stringify(answer)}`).toEqual([]);
+}
+
+/**
+ * What a write answers when its body names a resource that is not the caller's: the same as for one
+ * that does not exist. Every write that names resources needs its answer here.
+ */
+const ANSWER_TO_ABSENT_REFERENCE: Record<string, number> = {
+  'POST /emails': 400,
+  'POST /emails/batch': 400,
+  'POST /campaigns': 400,
+  'POST /contactBooks': 400,
+  'PATCH /contactBooks/{contactBookId}': 400,
+  // Deleting contacts the book does not have deletes nothing: { success: true, count: 0 }.
+  'DELETE /contactBooks/{contactBookId}/contacts/bulk': 200,
+};
+
+/**
+ * Query parameters that name a team's resources: the kind they name, and which of the owner's to put
+ * there (both its domains, as only the one it sends from has mail; its contact; its contact's address).
+ */
+const QUERY_REFERENCES: Record<string, { kind: string; of(owner: TeamFixture): Promise<string[]> }> = {
+  domainId: {
+    kind: 'domainId',
+    of: async (owner) => {
+      const sender = await owner.id('senderDomain');
+      const { body } = await owner.call('GET', '/v1/domains');
+      return [await owner.id('domainId'), String(body.find((domain: { name: string }) => domain.name === sender).id)];
+    },
+  },
+  ids: { kind: 'contactId', of: async (owner) => [await owner.id('contactId')] },
+  emails: { kind: 'email', of: async (owner) => [`${owner.tag}@example.com`] },
+};
+const NAMES_RESOURCES = /^(ids|emails)$|Ids?$/;
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -117,18 +168,68 @@ describe('team isolation', () => {
     }
   });
 
-  it("a write naming another team's resources in its body changes nothing there", async () => {
+  it("another team's ids in a query string answer exactly like missing ones and reveal nothing of that team", async () => {
+    const owner = await teamFixture(server, 'Owner');
+    await owner.ready();
+    const asked = apiRoutes
+      .filter((route) => route.method === 'get' && route.query)
+      .flatMap((route) => Object.keys(route.query!.shape).filter((name) => NAMES_RESOURCES.test(name)).map((name) => ({ route, name })));
+    expect(asked.map(({ route, name }) => `${routeName(route)}?${name}`)).toEqual(
+      expect.arrayContaining(['GET /emails?domainId', 'GET /analytics/reputation-metrics?domainId', 'GET /analytics/email-time-series?domainId']),
+    );
+    await Promise.all(
+      asked.map(async ({ route, name }) => {
+        const references = QUERY_REFERENCES[name];
+        expect(references, `${routeName(route)} takes ${name}: add what it names to QUERY_REFERENCES`).toBeDefined();
+        for (const id of await references!.of(owner)) {
+          const what = `${routeName(route)}?${name}=<another team's>`;
+          const caller = await teamFixture(server, 'Caller');
+          const control = await teamFixture(server, 'Control');
+          const ask = async (team: TeamFixture, value: string) => {
+            const res = await team.call('GET', `${await team.path(route)}?${name}=${encodeURIComponent(value)}`);
+            return { res, normalized: await normalized(res, team, { [name]: value }) };
+          };
+          const foreign = await ask(caller, id);
+          const missing = await ask(control, await absentResources.id(references!.kind));
+          expect(foreign.normalized, what).toEqual(missing.normalized);
+          await expectNothingOf(owner, foreign.normalized, what);
+        }
+      }),
+    );
+  });
+
+  it("a write naming another team's resources in its body is answered as if they did not exist, and changes nothing there", async () => {
     const owner = await teamFixture(server, 'Owner');
     const before = await snapshot(owner);
+    const writes = await referencingWrites();
+    // The sender checks guard against sending from another team's verified domain.
+    expect(writes.map((write) => routeName(write.route))).toEqual(expect.arrayContaining(['POST /emails', 'POST /emails/batch', 'POST /campaigns']));
     await Promise.all(
-      apiRoutes
-        .filter((route) => route.method !== 'get' && route.body)
-        .map(async (route) => {
+      writes.flatMap((write) =>
+        // Each named resource on its own (the rest the caller's), then all of them at once.
+        [...write.names.map((name) => [name]), ...(write.names.length > 1 ? [write.names] : [])].map(async (replaced) => {
+          const what = `${routeName(write.route)} naming another team's ${replaced.join(' and ')}`;
+          // Two teams in the same state: one names the owner's resources, the other resources nobody has.
           const caller = await teamFixture(server, 'Caller');
-          const body = await caller.body(route, owner);
-          const res = await caller.call(route.method.toUpperCase(), await caller.path(route), { body });
-          await expectNothingOf(owner, res.body, routeName(route), JSON.stringify(body));
+          const control = await teamFixture(server, 'Control');
+          const send = async (team: TeamFixture, named: ResourceOwner) => {
+            const pick = (name: string) => (replaced.includes(name) ? named.id(name) : team.id(name));
+            const values = Object.fromEntries(await Promise.all(replaced.map(async (name) => [name, await named.id(name)] as const)));
+            const res = await team.call(write.route.method.toUpperCase(), await team.path(write.route), { body: await write.body({ id: pick }) });
+            return { res, normalized: await normalized(res, team, values) };
+          };
+          const foreign = await send(caller, owner);
+          const missing = await send(control, absentResources);
+
+          expect(foreign.normalized, what).toEqual(missing.normalized);
+          const expected = ANSWER_TO_ABSENT_REFERENCE[routeName(write.route)];
+          expect(expected, `${routeName(write.route)} names resources in its body: add its answer to ANSWER_TO_ABSENT_REFERENCE`).toBeDefined();
+          expect(foreign.res.status, `${what} → ${JSON.stringify(foreign.res.body)}`).toBe(expected);
+          await expectNothingOf(owner, foreign.normalized, what);
+          // Nothing the caller can read afterwards (a stored email, a book's sender) holds the owner's data.
+          await expectNothingOf(owner, await snapshot(caller), `what the caller of ${what} reads afterwards`);
         }),
+      ),
     );
     expect(await snapshot(owner), "a write naming another team's resources changed that team's data").toEqual(before);
   });

@@ -7,6 +7,9 @@ import type { CallOptions, CallResult, TestServer } from './server.js';
 
 type Ids = (name: string) => Promise<string>;
 
+/** Whose resources a request names: a team's (see TeamFixture), or nobody's (absentResources). */
+export type ResourceOwner = { id: Ids };
+
 /**
  * How to create one real resource of a team, keyed by the path parameter that names it (see
  * resourceOf). A new resource is one line here; every generic test then reaches its endpoints with
@@ -61,6 +64,42 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
 /** Ids nothing ever gets, in each shape a path parameter takes (integer, opaque string). */
 const ABSENT_IDS = ['2147480000', 'absent_00000000000000000000'];
 
+/**
+ * Writes that name resources in fields the samples leave out (a sample that did would change what
+ * the other generic tests do): each is sent on its own, like a sample body.
+ */
+const referencingBodies: Record<string, (ids: Ids) => Promise<unknown>> = {
+  'PATCH /contactBooks/{contactBookId}': async (ids) => ({ doubleOptInEnabled: true, doubleOptInFrom: `Lists <lists@${await ids('senderDomain')}>` }),
+  'POST /contactBooks': async (ids) => ({ name: 'Opt-in book', doubleOptInEnabled: true, doubleOptInFrom: `lists@${await ids('senderDomain')}` }),
+};
+
+/** Resources nobody has, one of each kind a request may name: what "missing" looks like. */
+export const absentResources: ResourceOwner = {
+  id: async (resource) => {
+    if (resource === 'senderDomain') return 'send-absent.example.com';
+    if (resource === 'email') return 'absent@example.com';
+    if (resource === 'domainId') return ABSENT_IDS[0]!;
+    return ABSENT_IDS[1]!;
+  },
+};
+
+/** A write whose body names resources: the route, and its body naming those of `owner`. */
+export type ReferencingWrite = { route: RouteDef; names: string[]; body(owner: ResourceOwner): Promise<unknown> };
+
+/** Every write whose body names resources of the team (its sample body, and the ones above), with the names. */
+export async function referencingWrites(): Promise<ReferencingWrite[]> {
+  const writes: ReferencingWrite[] = [];
+  for (const route of bodyRoutes) {
+    for (const build of [sampleBodies[routeName(route)], referencingBodies[routeName(route)]]) {
+      if (!build) continue;
+      const names = new Set<string>();
+      await build((resource) => (names.add(resource), absentResources.id(resource)));
+      if (names.size > 0) writes.push({ route, names: [...names], body: (owner) => Promise.resolve(build((resource) => owner.id(resource))) });
+    }
+  }
+  return writes;
+}
+
 export const routeName = (route: RouteDef) => `${route.method.toUpperCase()} ${route.path}`;
 
 export const pathParams = (route: RouteDef) => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
@@ -102,11 +141,13 @@ export type TeamFixture = {
   params(route: RouteDef): Promise<Record<string, string>>;
   path(route: RouteDef, prefix?: string): Promise<string>;
   /** A request body the route accepts, naming the resources of `owner` (this team by default). */
-  body(route: RouteDef, owner?: TeamFixture): Promise<unknown>;
+  body(route: RouteDef, owner?: ResourceOwner): Promise<unknown>;
   /** Creates every resource any endpoint's sample request names, so later calls create none. */
   ready(): Promise<void>;
   /** Every resource id this team's fixtures created so far. */
   createdIds(): Promise<string[]>;
+  /** The same, each with the path parameter that names its kind (`domainId`, `contactId`…). */
+  created(): Promise<[string, string][]>;
 };
 
 export async function teamFixture(server: TestServer, name = 'Team'): Promise<TeamFixture> {
@@ -156,6 +197,7 @@ export async function teamFixture(server: TestServer, name = 'Team'): Promise<Te
       }
     },
     createdIds: () => Promise.all(created.values()),
+    created: () => Promise.all([...created].map(async ([resource, id]): Promise<[string, string]> => [resource, await id])),
   };
   return team;
 }

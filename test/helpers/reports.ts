@@ -82,6 +82,57 @@ export function postfixDsn(sent: Sent, facts: DsnFacts): string {
   );
 }
 
+export type SuccessFacts = { recipient: string; action: 'delivered' | 'relayed'; status: string; diagnostic: string };
+
+/**
+ * Postfix's "Successful Mail Delivery Report", for a message that asked for one (NOTIFY=SUCCESS):
+ * delivered to the mailbox, or relayed on to a server that sends no such reports. Only the headers
+ * of the original come back.
+ */
+export function postfixSuccessDsn(sent: Sent, facts: SuccessFacts): string {
+  return multipartReport(
+    [
+      'Received: by mx1.receiver.example (Postfix) id 7Yt3Mn1B2CdQ8Rw; ' + DATE,
+      `Date: ${DATE}`,
+      'From: MAILER-DAEMON@mx1.receiver.example (Mail Delivery System)',
+      'Subject: Successful Mail Delivery Report',
+      `To: ${sent.returnPath}`,
+      'Auto-Submitted: auto-replied',
+      'Message-Id: <20261123101502.7Yt3Mn1B2CdQ8Rw@mx1.receiver.example>',
+    ],
+    'delivery-status',
+    '7Yt3Mn1B2CdQ8Rw.1763892902/mx1.receiver.example',
+    [
+      part('text/plain; charset=us-ascii', lines(
+        'This is the mail system at host mx1.receiver.example.',
+        '',
+        'Your message was successfully delivered to the destination(s)',
+        'listed below. If the message was delivered to mailbox you will',
+        'receive no further notifications. Otherwise you may still receive',
+        'notifications of mail delivery errors from other systems.',
+        '',
+        '                   The mail system',
+        '',
+        `<${facts.recipient}>: ${facts.action === 'delivered' ? 'delivered to mailbox' : 'relayed to non-DSN-aware mailer'}`,
+      ), ['Content-Description: Notification']),
+      part('message/delivery-status', lines(
+        'Reporting-MTA: dns; mx1.receiver.example',
+        'X-Postfix-Queue-ID: 7Yt3Mn1B2CdQ8Rw',
+        `X-Postfix-Sender: rfc822; ${sent.returnPath}`,
+        `Arrival-Date: ${DATE}`,
+        '',
+        `Final-Recipient: rfc822; ${facts.recipient}`,
+        `Original-Recipient: rfc822;${facts.recipient}`,
+        `Action: ${facts.action}`,
+        `Status: ${facts.status}`,
+        'Remote-MTA: dns; mailstore.receiver.example',
+        `Diagnostic-Code: smtp; ${facts.diagnostic}`,
+      ), ['Content-Description: Delivery report']),
+      part('text/rfc822-headers', headersOf(sent), ['Content-Description: Message Headers']),
+    ],
+  );
+}
+
 /** Gmail's "Delivery Status Notification (Failure)" / "(Delay)" from mailer-daemon@googlemail.com. */
 export function gmailDsn(sent: Sent, facts: DsnFacts): string {
   const word = facts.action === 'delayed' ? 'Delay' : 'Failure';

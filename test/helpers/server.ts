@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
+import { RateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { startMailroom, type RunningService } from '../../src/main.js';
 import { createApiKey } from '../../src/services/api-keys.js';
@@ -23,9 +24,13 @@ export type CallResult = { status: number; headers: Headers; body: any };
 
 /**
  * Starts the real server on a loopback port with a fresh database of this run's kind; with
- * `inbound`, its bounce and feedback listener too, on a free loopback port (`inboundPort`).
+ * `inbound`, its bounce and feedback listener too, on a free loopback port (`inboundPort`); with
+ * `rateLimitClock`, its rate limiter reads the time from there (milliseconds, like Date.now).
  */
-export async function startTestServer(env: Record<string, string> = {}, options: { inbound?: boolean; log?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: { inbound?: boolean; log?: Logger; rateLimitClock?: () => number } = {},
+): Promise<TestServer> {
   const database = await createTestDatabase();
   // Its own data directory: the capture transport writes the outbox there.
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
@@ -34,6 +39,8 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   });
   if (options.inbound) config.inboundSmtpPort = 0;
   const server = await startMailroom(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
+  // The app reads its limiter from deps on every request.
+  if (options.rateLimitClock) server.deps.rateLimiter = new RateLimiter(1000, options.rateLimitClock);
   const { db } = server.deps;
   return {
     ...server,

@@ -1,10 +1,19 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 
 export type Received = { mailFrom: string; rcptTo: string[]; raw: Buffer; at: number; secure: boolean; user: string | null };
 
-/** What the sink answers; `null` accepts. Throwing an Error with `responseCode` refuses with that reply. */
-export type SinkRule = { rcpt?: (address: string) => SmtpReply | null; data?: (message: Received) => SmtpReply | null };
+/** What the sink answers; `null` accepts. */
+export type SinkRule = {
+  /** `'hang'`: take the connection and never say a word, not even the greeting. */
+  connect?: () => 'hang' | null;
+  rcpt?: (address: string) => SmtpReply | null;
+  /**
+   * At the end of DATA. `'drop'`: keep the whole message, as a receiver that has it queued, but
+   * close the connection before replying, so the sender cannot know it was taken.
+   */
+  data?: (message: Received) => SmtpReply | 'drop' | null;
+};
 export type SmtpReply = { code: number; message: string };
 
 export type SmtpSink = {
@@ -14,7 +23,12 @@ export type SmtpSink = {
   received: Received[];
   /** Every reply other than acceptance, as `code message`. */
   refusals: string[];
+  /** Connections left hanging by a `connect: 'hang'` rule, and messages dropped by a `'drop'` one. */
+  hung: number;
+  dropped: number;
   rule: SinkRule;
+  /** Sessions open right now, of any client. */
+  openSessions(): number;
   /** Stops listening (connection refused) until `start()`; the port stays the same. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -34,7 +48,7 @@ export async function startSmtpSink(
 ): Promise<SmtpSink> {
   const received: Received[] = [];
   const refusals: string[] = [];
-  const sink = { rule: {} as SinkRule };
+  const sink = { rule: {} as SinkRule, hung: 0, dropped: 0 };
   const { urlQuery, auth, replyDelayMs = 0, ...serverOptions } = options;
   const make = () =>
     new SMTPServer({
@@ -46,6 +60,11 @@ export async function startSmtpSink(
       onAuth(credentials, _session, callback) {
         if (auth && credentials.username === auth.user && credentials.password === auth.pass) return callback(null, { user: auth.user });
         return callback(reply({ code: 535, message: 'Authentication failed' }));
+      },
+      onConnect(_session, callback) {
+        if (sink.rule.connect?.() !== 'hang') return callback();
+        // Never called back: the connection stays open and the greeting never comes.
+        sink.hung++;
       },
       onRcptTo(address, _session, callback) {
         const answer = sink.rule.rcpt?.(address.address) ?? null;
@@ -65,6 +84,14 @@ export async function startSmtpSink(
             user: (session.user as string | undefined) ?? null,
           };
           const answer = sink.rule.data?.(message) ?? null;
+          if (answer === 'drop') {
+            received.push(message);
+            sink.dropped++;
+            // Before any reply: the sender has sent the final dot and hears nothing back.
+            const connection = [...server.connections].find((c) => (c as unknown as { id: string }).id === session.id);
+            (connection as unknown as { _socket: Socket })._socket.destroy();
+            return;
+          }
           if (answer) {
             refusals.push(`${answer.code} ${answer.message}`);
             return callback(reply(answer));
@@ -95,6 +122,13 @@ export async function startSmtpSink(
     url: `smtp://${credentials}127.0.0.1:${port}${urlQuery ? `/?${urlQuery}` : ''}`,
     received,
     refusals,
+    get hung() {
+      return sink.hung;
+    },
+    get dropped() {
+      return sink.dropped;
+    },
+    openSessions: () => server.connections.size,
     get rule() {
       return sink.rule;
     },

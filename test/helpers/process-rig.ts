@@ -1,0 +1,102 @@
+import { rm } from 'node:fs/promises';
+import { expect } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './database.js';
+import { startDnsServer, type TestDnsServer } from './dns-server.js';
+import { childEnv, cli, killAll, tempDir, type ServerProcess } from './processes.js';
+import { call } from './server.js';
+import { messageIdOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
+import { waitFor } from './wait.js';
+
+/** Emails a dispatcher claims at once, and batches it sends at the same time, in every rig's processes. */
+export const DISPATCH_BATCH_SIZE = 50;
+export const DISPATCH_CONCURRENCY = 4;
+/** The most mail one dispatcher has claimed and not yet recorded: all a crash may send twice. */
+export const IN_FLIGHT_BOUND = DISPATCH_BATCH_SIZE * DISPATCH_CONCURRENCY;
+
+export type ProcessRig = {
+  dns: TestDnsServer;
+  sink: SmtpSink;
+  database: TestDatabase;
+  dataDir: string;
+  /** The environment of a `npm start` child that uses all of the above. */
+  env(extra?: Record<string, string>): NodeJS.ProcessEnv;
+  /** A new team (through the CLI) whose domain passed verification against the loopback DNS server. */
+  sendingTeam(server: ServerProcess, domain: string): Promise<{ key: string; from: string; domainId: number }>;
+  /**
+   * Waits until no client has a session open at the sink: every process that sent has hung up (or
+   * died), so every message that will ever arrive has. Counting copies belongs after this.
+   */
+  quiet(): Promise<void>;
+  /** How often the sink got each message, by what `keyOf` says it is (its email id, its recipient). */
+  copies(keyOf: (message: SmtpSink['received'][number]) => string[]): Map<string, number>;
+  /** Kills what is left of the children, then removes everything. */
+  close(): Promise<void>;
+};
+
+export const byEmailId = (message: SmtpSink['received'][number]) => [messageIdOf(message.raw)!.split('@')[0]!];
+export const byRecipient = (message: SmtpSink['received'][number]) => message.rcptTo;
+
+/**
+ * What the tests of real `npm start` processes share: a loopback DNS server that verifies their
+ * domains, an SMTP sink that answers after `replyDelayMs` (so mail stays in flight a while, as over
+ * a network), a fresh database of this run's kind, a data directory, and the child environment that
+ * points at them.
+ */
+export async function startProcessRig(options: { replyDelayMs: number }): Promise<ProcessRig> {
+  const dns = await startDnsServer();
+  const sink = await startSmtpSink({ closeTimeout: 50, replyDelayMs: options.replyDelayMs });
+  const database = await createTestDatabase();
+  const dataDir = await tempDir();
+
+  const env = (extra: Record<string, string> = {}) =>
+    childEnv({
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      SMTP_URL: sink.url,
+      SMTP_POOL_SIZE: '4',
+      DNS_SERVERS: dns.address,
+      RATE_LIMIT_PER_SECOND: '100000',
+      DISPATCH_BATCH_SIZE: String(DISPATCH_BATCH_SIZE),
+      DISPATCH_CONCURRENCY: String(DISPATCH_CONCURRENCY),
+      DISPATCH_POLL_MS: '50',
+      CAMPAIGN_POLL_MS: '50',
+      // Long enough for a batch to be sent, short enough for a restart to reclaim a dead one's.
+      DISPATCH_LEASE_SECONDS: '5',
+      ...extra,
+    });
+
+  return {
+    dns,
+    sink,
+    database,
+    dataDir,
+    env,
+    async sendingTeam(server, domain) {
+      const { apiKey: key } = await cli(['team', 'create', '--name', domain], env());
+      const created = await call(server.url, 'POST', '/v1/domains', { key, body: { name: domain } });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      dns.serve(created.body);
+      expect((await call(server.url, 'PUT', `/v1/domains/${created.body.id}/verify`, { key })).status).toBe(200);
+      await waitFor(
+        `${domain} verified`,
+        async () => (await call(server.url, 'GET', `/v1/domains/${created.body.id}`, { key })).body.status,
+        (status) => status === 'SUCCESS',
+        10_000,
+      );
+      return { key, from: `news@${domain}`, domainId: created.body.id };
+    },
+    quiet: () => waitFor('every session at the sink closed', async () => sink.openSessions(), (open) => open === 0, 30_000).then(() => {}),
+    copies(keyOf) {
+      const copies = new Map<string, number>();
+      for (const message of sink.received) for (const key of keyOf(message)) copies.set(key, (copies.get(key) ?? 0) + 1);
+      return copies;
+    },
+    async close() {
+      killAll();
+      await sink.close();
+      await dns.close();
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
