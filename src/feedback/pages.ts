@@ -35,12 +35,14 @@ const confirmForm = (c: Context, title: string, text: string, button: string) =>
 export function recipientPages(deps: Deps) {
   const pages = new Hono();
   // Nothing on these pages is meant to be framed, sniffed as another type, or load anything.
-  pages.use('*', async (c, next) => {
-    await next();
-    c.header('X-Content-Type-Options', 'nosniff');
-    c.header('X-Frame-Options', 'DENY');
-    c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-  });
+  for (const prefix of Object.values(PAGE_PATHS)) {
+    pages.use(`${prefix}/*`, async (c, next) => {
+      await next();
+      c.header('X-Content-Type-Options', 'nosniff');
+      c.header('X-Frame-Options', 'DENY');
+      c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    });
+  }
 
   /** Tracking must never stand between a reader and the page or image: a fault is logged, not shown. */
   const track = async (c: Context, work: Promise<boolean>) =>
