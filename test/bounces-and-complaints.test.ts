@@ -160,7 +160,8 @@ describe('feedback on campaign mail', () => {
     const own = await feedbackTeam(env.server, env.sink, 'mailto-unsubscribe.test');
     const leaver = 'leaver@receiver.example';
     const { campaignId, bookId, emailIdOf } = await own.campaignTo([leaver, 'stayer@receiver.example']);
-    const header = /^List-Unsubscribe: (.*)$/im.exec(own.sentMessage(emailIdOf(leaver)).raw.toString('utf8'))![1]!;
+    // Unfolded: a long header field continues on lines that start with white space.
+    const header = /^List-Unsubscribe: (.*)$/im.exec(own.sentMessage(emailIdOf(leaver)).raw.toString('utf8').replace(/\r\n[ \t]+/g, ' '))![1]!;
     const mailto = /<mailto:([^?>]+)/.exec(header)![1]!;
     expect(mailto).toMatch(new RegExp(`^unsubscribe\\+${emailIdOf(leaver)}\\.[0-9a-f]{16}@mail\\.${own.domain.name.replaceAll('.', '\\.')}$`));
     for (let i = 0; i < 2; i++) {
