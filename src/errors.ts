@@ -43,7 +43,13 @@ export class ApiError extends Error {
     this.status = statusOf[code];
   }
 
+  /** The error as every endpoint answers it: upstream useSend's shape, which its official clients read. */
   toBody() {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+
+  /** The shape the interface description fixes for contact-book PATCH and DELETE: `error` a string, `code` beside it. */
+  toLegacyBody() {
     return { error: this.message, code: this.code, ...(this.details ? { details: this.details } : {}) };
   }
 }

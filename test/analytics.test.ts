@@ -101,7 +101,7 @@ describe('reputation metrics', () => {
   it('bad parameters are a 400 naming them; another team sees only its own (zero) counts and none of this team\'s domains', async () => {
     const named = (res: Awaited<ReturnType<typeof metrics>>, field: string) => {
       expectApiError(res, 400, 'VALIDATION_ERROR', field);
-      expect(res.body.details.map((d: { path: string }) => d.path)).toEqual([field]);
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toEqual([field]);
     };
     for (const query of ['?days=0', '?days=366', '?days=x', '?domainId=abc', '?domainId=-1']) named(await metrics(query), query.slice(1, query.indexOf('=')));
     named(await series('?days=14'), 'days');
@@ -110,7 +110,7 @@ describe('reputation metrics', () => {
     expect((await series('?days=30', other.apiKey)).body.totalCounts).toEqual({ sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 });
     for (const res of [await metrics(`?domainId=${domainA}`, other.apiKey), await series(`?domainId=${domainA}`, other.apiKey), await metrics('?domainId=2147480000')]) {
       expectApiError(res, 404, 'NOT_FOUND');
-      expect(res.body.error).toBe('Domain not found');
+      expect(res.body.error.message).toBe('Domain not found');
     }
   });
 

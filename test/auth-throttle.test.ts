@@ -1,7 +1,10 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiRoutes } from '../src/api/index.js';
 import { setTeamRateLimit } from '../src/services/teams.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectApiError, expectRouteError, routeHasLegacyErrors } from './helpers/api-error.js';
+import { absentId, fillPath, pathParams, routeName } from './helpers/fixtures.js';
+import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 
 const FAILURES_PER_MINUTE = 5;
 let server: TestServer;
@@ -11,18 +14,24 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-/** A GET from a chosen loopback address (any of 127.0.0.0/8), so tests can be different clients. */
-function getFrom(localAddress: string, path: string, key?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
+/** A request from a chosen loopback address (any of 127.0.0.0/8), so tests can be different clients. */
+function requestFrom(localAddress: string, method: string, path: string, key?: string): Promise<CallResult> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${server.url}${path}`, { localAddress, headers: key ? { authorization: `Bearer ${key}` } : {} }, (response) => {
+    const request = http.request(`${server.url}${path}`, { method, localAddress, agent: false, headers: key ? { authorization: `Bearer ${key}` } : {} }, (response) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) }));
+      response.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers.set(name, String(value));
+        resolve({ status: response.statusCode!, headers, body: JSON.parse(text) });
+      });
     });
     request.on('error', reject);
+    request.end();
   });
 }
+const getFrom = (localAddress: string, path: string, key?: string) => requestFrom(localAddress, 'GET', path, key);
 
 describe('guessing keys is throttled per client address', () => {
   it(`after ${FAILURES_PER_MINUTE} failed authentications a client gets 429 with Retry-After, even with a valid key; other clients are not affected`, async () => {
@@ -31,15 +40,38 @@ describe('guessing keys is throttled per client address', () => {
     for (let i = 0; i < FAILURES_PER_MINUTE + 3; i++) answers.push(await getFrom('127.0.0.5', '/v1/domains', `mr_guess${i}`));
     expect(answers.map((a) => a.status)).toEqual([...Array(FAILURES_PER_MINUTE).fill(401), 429, 429, 429]);
     const throttled = answers.at(-1)!;
-    expect(throttled.body).toMatchObject({ code: 'RATE_LIMITED' });
-    expect(Number(throttled.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(Number(throttled.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expectApiError(throttled, 429, 'RATE_LIMITED');
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(throttled.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     // Missing keys count as failures too, and a right key no longer gets through from there.
     expect((await getFrom('127.0.0.5', '/v1/domains')).status).toBe(429);
     expect((await getFrom('127.0.0.5', '/v1/domains', apiKey)).status).toBe(429);
 
     expect((await getFrom('127.0.0.6', '/v1/domains', 'mr_wrong')).status).toBe(401);
     expect((await getFrom('127.0.0.6', '/v1/domains', apiKey)).status).toBe(200);
+  });
+});
+
+describe('the 429 of a throttled client', () => {
+  it('is in the error shape of the route it refuses, on every route under /v1 and /api/v1: the legacy one for contact-book PATCH and DELETE', async () => {
+    const { apiKey } = await server.team('Throttled everywhere');
+    // The failures are counted per minute of the clock: start well inside one, so the whole test is.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    for (let i = 0; i < FAILURES_PER_MINUTE; i++) expect((await getFrom('127.0.0.7', '/v1/domains', `mr_guess${i}`)).status).toBe(401);
+    let legacy = 0;
+    for (const route of apiRoutes) {
+      // Ids nobody has: the throttle answers before anything is looked up, with a valid key or none.
+      const path = fillPath(route, Object.fromEntries(pathParams(route).map((name) => [name, absentId(route, name)])), '');
+      for (const prefix of ['/v1', '/api/v1']) {
+        for (const key of [apiKey, undefined]) {
+          const res = await requestFrom('127.0.0.7', route.method.toUpperCase(), prefix + path, key);
+          expectRouteError(route, res, 429, 'RATE_LIMITED', `${routeName(route)} under ${prefix}${key ? ' with a valid key' : ''}`);
+        }
+        if (routeHasLegacyErrors(route)) legacy++;
+      }
+    }
+    expect(legacy, 'contact-book PATCH and DELETE under both prefixes').toBe(4);
   });
 });
 

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectApiError } from './helpers/api-error.js';
 import { createTestDatabase, usingPostgres, type TestDatabase } from './helpers/database.js';
 import { childEnv, cli, killAll, runCli, startServerProcess, tempDir, type ServerProcess } from './helpers/processes.js';
 import { call } from './helpers/server.js';
@@ -57,8 +58,7 @@ describe('the CLI manages teams and keys of the running service', () => {
     const key = await cli(['key', 'create', '--team', String(team.teamId), '--permission', 'sending'], env);
     expect(key.permission).toBe('sending');
     const res = await call(server.url, 'GET', '/v1/contactBooks', { key: key.apiKey });
-    expect(res.status).toBe(403);
-    expect(res.body.code).toBe('FORBIDDEN');
+    expectApiError(res, 403, 'FORBIDDEN');
   });
 
   it("set-rate-limit changes the team's X-RateLimit-Limit, and 'default' restores RATE_LIMIT_PER_SECOND", async () => {

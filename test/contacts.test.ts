@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContactBody, plainContact } from '../src/api/contacts.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectApiError } from './helpers/api-error.js';
+import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 let server: TestServer;
@@ -39,10 +40,9 @@ async function get(bookId: string, contactId: string) {
   return server.call('GET', contactsPath(bookId, `/${encodeURIComponent(contactId)}`), { key });
 }
 
-function expectValidationError(res: { status: number; body: any }, path: string) {
-  expect(res.status).toBe(400);
-  expect(res.body.code).toBe('VALIDATION_ERROR');
-  expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+function expectValidationError(res: CallResult, path: string) {
+  expectApiError(res, 400, 'VALIDATION_ERROR', path);
+  expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
 }
 
 async function pending(bookId: string, contactId: string) {
@@ -150,9 +150,8 @@ describe('PUT upsert', () => {
       await server.call('PATCH', contactsPath(bookId, '/second'), { key, body: { email: 'one@example.com', firstName: 'X' } }),
       await put(bookId, 'third', { email: 'One@Example.com' }),
     ]) {
-      expect(res.status).toBe(409);
-      expect(res.body).toMatchObject({ code: 'CONFLICT' });
-      expect(res.body.error).toContain('already has the email address');
+      expectApiError(res, 409, 'CONFLICT');
+      expect(res.body.error.message).toContain('already has the email address');
     }
     expect(await snapshot(bookId)).toEqual(before);
   });
@@ -176,8 +175,8 @@ describe('POST, GET, PATCH and DELETE of one contact', () => {
     expect(res.body).toEqual({ contactId: 'patch-me' });
     expect((await get(bookId, 'patch-me')).body).toMatchObject({ firstName: 'A', lastName: null, properties: { k: 'v' } });
     const missing = await server.call('PATCH', contactsPath(bookId, '/nobody'), { key, body: { firstName: 'x' } });
-    expect(missing.status).toBe(404);
-    expect(missing.body).toMatchObject({ code: 'NOT_FOUND', error: 'Contact not found' });
+    expectApiError(missing, 404, 'NOT_FOUND');
+    expect(missing.body.error.message).toBe('Contact not found');
   });
 
   it('DELETE removes one contact by id or address; a second DELETE is a 404', async () => {
@@ -351,9 +350,8 @@ describe('bulk', () => {
     const bookId = await newBook();
     const rows = Array.from({ length: 10_001 }, (_, i) => ({ email: `big${i}@example.com` }));
     const res = await server.call('POST', contactsPath(bookId, '/bulk'), { key, body: rows });
-    expect(res.status).toBe(400);
-    expect(res.body.code).toBe('VALIDATION_ERROR');
-    expect(res.body.error).toContain('at most 10000 contacts');
+    expectApiError(res, 400, 'VALIDATION_ERROR');
+    expect(res.body.error.message).toContain('at most 10000 contacts');
     expect(await snapshot(bookId)).toEqual([]);
     expectValidationError(await server.call('POST', contactsPath(bookId, '/bulk'), { key, body: { contacts: [] } }), '(body)');
   });
@@ -372,8 +370,8 @@ describe('bulk', () => {
       const rows = Array.from({ length: 6_000 }, (_, i) => ({ email: `p${i}@example.com` }));
       rows.push({ email: 'poison@example.com' });
       const res = await server.call('POST', contactsPath(bookId, '/bulk'), { key, body: rows });
-      expect(res.status).toBe(500);
-      expect(res.body.error).not.toContain('simulated');
+      expectApiError(res, 500, 'INTERNAL_SERVER_ERROR');
+      expect(JSON.stringify(res.body)).not.toContain('simulated');
       expect(await snapshot(bookId)).toEqual([]);
     } finally {
       await sql`DROP TRIGGER poison ON contacts`.execute(db);
@@ -394,7 +392,9 @@ describe('bulk', () => {
     expect(res.body).toEqual({ success: true, count: 2 });
     expect((await snapshot(bookId)).map((c: { id: string }) => c.id)).toEqual(['stays']);
     // The single-contact route still answers for every other method on that path.
-    expect((await server.call('GET', contactsPath(bookId, '/bulk'), { key })).body).toMatchObject({ error: 'Contact not found' });
+    const single = await server.call('GET', contactsPath(bookId, '/bulk'), { key });
+    expectApiError(single, 404, 'NOT_FOUND', 'GET …/contacts/bulk');
+    expect(single.body.error.message).toBe('Contact not found');
     const before = await snapshot(bookId);
     expectValidationError(await server.call('DELETE', contactsPath(bookId, '/bulk'), { key, body: { contactIds: [] } }), 'contactIds');
     expectValidationError(await server.call('DELETE', contactsPath(bookId, '/bulk'), { key }), 'contactIds');
@@ -498,8 +498,8 @@ describe('team isolation', () => {
       server.call('GET', contactsPath('no-such-book'), { key }),
     ];
     for (const res of await Promise.all(attempts)) {
-      expect(res.status).toBe(404);
-      expect(res.body).toEqual({ error: 'Contact book not found', code: 'NOT_FOUND' });
+      expectApiError(res, 404, 'NOT_FOUND');
+      expect(res.body).toEqual({ error: { code: 'NOT_FOUND', message: 'Contact book not found' } });
     }
     // The other team's own book does not see the contact either.
     expect((await server.call('GET', contactsPath(otherBook, '/private-1'), { key: other })).status).toBe(404);
@@ -511,7 +511,6 @@ describe('team isolation', () => {
     const bookId = await newBook();
     const sending = await server.key(teamId, 'sending');
     const res = await server.call('GET', contactsPath(bookId), { key: sending });
-    expect(res.status).toBe(403);
-    expect(res.body.code).toBe('FORBIDDEN');
+    expectApiError(res, 403, 'FORBIDDEN');
   });
 });

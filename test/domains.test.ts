@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { UseSend } from 'usesend-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectApiError } from './helpers/api-error.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -101,9 +102,8 @@ describe('domains', () => {
     await createDomain(server, key, 'bücher-unique.test');
     for (const name of ['BÜCHER-UNIQUE.test', 'xn--bcher-unique-dlb.test']) {
       const again = await server.call('POST', '/v1/domains', { key, body: { name, region: 'us-east-1' } });
-      expect(again.status).toBe(409);
-      expect(again.body).toMatchObject({ code: 'CONFLICT' });
-      expect(again.body.error).toContain('xn--bcher-unique-dlb.test');
+      expectApiError(again, 409, 'CONFLICT', name);
+      expect(again.body.error.message).toContain('xn--bcher-unique-dlb.test');
     }
     const other = await server.team('Other');
     expect((await server.call('POST', '/v1/domains', { key: other.apiKey, body: { name: 'bücher-unique.test', region: 'us-east-1' } })).status).toBe(200);
@@ -111,10 +111,10 @@ describe('domains', () => {
 
   it('a region outside the configured ones is 400 listing them; without one, the first is taken', async () => {
     const res = await server.call('POST', '/v1/domains', { key, body: { name: 'region.test', region: 'mars-1' } });
-    expect(res.status).toBe(400);
-    expect(res.body.details).toEqual([{ path: 'region', message: 'must be one of: us-east-1, eu-west-1' }]);
+    expectApiError(res, 400, 'VALIDATION_ERROR');
+    expect(res.body.error.details).toEqual([{ path: 'region', message: 'must be one of: us-east-1, eu-west-1' }]);
     const both = await server.call('POST', '/v1/domains', { key, body: { name: 'bad name', region: 'mars-1' } });
-    expect(both.body.details.map((d: { path: string }) => d.path)).toEqual(['name', 'region']);
+    expect(both.body.error.details.map((d: { path: string }) => d.path)).toEqual(['name', 'region']);
     const defaulted = await server.call('POST', '/v1/domains', { key, body: { name: 'region.test' } });
     expect(defaulted.body.region).toBe('us-east-1');
   });
@@ -128,12 +128,11 @@ describe('domains', () => {
     ];
     for (const name of bad) {
       const res = await server.call('POST', '/v1/domains', { key: apiKey, body: { name, region: 'us-east-1' } });
-      expect(res.status, JSON.stringify(name)).toBe(400);
-      expect(res.body.code).toBe('VALIDATION_ERROR');
-      expect(res.body.details[0].path).toBe('name');
+      expectApiError(res, 400, 'VALIDATION_ERROR', JSON.stringify(name));
+      expect(res.body.error.details[0].path).toBe('name');
     }
     expect((await server.call('POST', '/v1/domains', { key: apiKey, body: { region: 'us-east-1' } })).status).toBe(400);
-    expect((await server.call('POST', '/v1/domains', { key: apiKey, body: { name: '1.2.3.4' } })).body.error).toContain('IP address');
+    expect((await server.call('POST', '/v1/domains', { key: apiKey, body: { name: '1.2.3.4' } })).body.error.message).toContain('IP address');
     expect(await domainCount(team)).toBe(0);
     expect((await server.call('GET', '/v1/domains', { key: apiKey })).body).toEqual([]);
   });
@@ -143,8 +142,8 @@ describe('domains', () => {
     for (const id of ['999999', 'abc', '1.5', '-1', '99999999999', '1e3', '0x1', '%20', String(foreign.id)]) {
       for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['PUT', '/verify']] as const) {
         const res = await server.call(method, `/v1/domains/${id}${path}`, { key, body: method === 'PATCH' ? { openTracking: true } : undefined });
-        expect(res.status, `${method} ${id}${path}`).toBe(404);
-        expect(res.body).toMatchObject({ code: 'NOT_FOUND', error: 'Domain not found' });
+        expectApiError(res, 404, 'NOT_FOUND', `${method} ${id}${path}`);
+        expect(res.body.error.message).toBe('Domain not found');
       }
     }
   });
@@ -183,8 +182,7 @@ describe('domains', () => {
     for (const id of [theirs.id, 999999]) {
       for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['PUT', '/verify']] as const) {
         const res = await server.call(method, `/v1/domains/${id}${path}`, { key: scoped, body: method === 'PATCH' ? {} : undefined });
-        expect(res.status, `${method} ${id}${path}`).toBe(403);
-        expect(res.body.code).toBe('FORBIDDEN');
+        expectApiError(res, 403, 'FORBIDDEN', `${method} ${id}${path}`);
       }
     }
     const create = await server.call('POST', '/v1/domains', { key: scoped, body: { name: 'more.test', region: 'us-east-1' } });
@@ -213,7 +211,7 @@ describe('domains', () => {
     const deleted = await client.domains.delete(domain.id);
     expect(deleted.data).toMatchObject({ id: domain.id, success: true });
     const gone = await client.domains.get(domain.id);
-    expect(gone.data).toBeNull();
-    expect(gone.error).toBeTruthy();
+    // The client hands back the whole standard error body.
+    expect(gone).toEqual({ data: null, error: { error: { code: 'NOT_FOUND', message: 'Domain not found' } } });
   });
 });

@@ -64,12 +64,12 @@ describe('the usesend-js emails methods', () => {
     const cancelled = (await client.emails.get(scheduled!)).data!;
     expect(statusesOf(cancelled as never)).toEqual(['SCHEDULED', 'SCHEDULED', 'CANCELLED']);
 
-    const again = await client.emails.cancel(scheduled!);
-    expect(again.data).toBeNull();
-    expect(again.error).toMatch(/is CANCELLED; it can only be cancelled while SCHEDULED/);
-    expect((await client.emails.cancel(emailId)).error).toMatch(/is DELIVERED/);
-    expect((await client.emails.update(emailId, { scheduledAt: later })).error).toMatch(/is DELIVERED/);
-    expect(await client.emails.get('no-such-email')).toEqual({ data: null, error: 'Email not found' });
+    // An error comes back as the whole standard body, which the client recognises by its error.code.
+    const conflict = (message: RegExp) => ({ data: null, error: { error: { code: 'CONFLICT', message: expect.stringMatching(message) } } });
+    expect(await client.emails.cancel(scheduled!)).toEqual(conflict(/is CANCELLED; it can only be cancelled while SCHEDULED/));
+    expect(await client.emails.cancel(emailId)).toEqual(conflict(/is DELIVERED/));
+    expect(await client.emails.update(emailId, { scheduledAt: later })).toEqual(conflict(/is DELIVERED/));
+    expect(await client.emails.get('no-such-email')).toEqual({ data: null, error: { error: { code: 'NOT_FOUND', message: 'Email not found' } } });
   });
 });
 
@@ -87,10 +87,10 @@ describe('sending', () => {
 
     const past = await server.call('POST', '/v1/emails', { key, body: { from, to: 'x@example.org', subject: 'Past', text: 'x', scheduledAt: '2020-01-01T00:00:00Z' } });
     expectApiError(past, 400, 'VALIDATION_ERROR');
-    expect(past.body.details).toEqual([{ path: 'scheduledAt', message: expect.stringContaining('understood as 2020-01-01T00:00:00.000Z, which is in the past') }]);
+    expect(past.body.error.details).toEqual([{ path: 'scheduledAt', message: expect.stringContaining('understood as 2020-01-01T00:00:00.000Z, which is in the past') }]);
     const vague = await server.call('POST', '/v1/emails', { key, body: { from, to: 'x@example.org', subject: 'Vague', text: 'x', scheduledAt: 'tomorrow-ish or so' } });
     expectApiError(vague, 400, 'VALIDATION_ERROR');
-    expect(vague.body.details[0].message).toMatch(/only "tomorrow" of "tomorrow-ish or so" reads as a time/);
+    expect(vague.body.error.details[0].message).toMatch(/only "tomorrow" of "tomorrow-ish or so" reads as a time/);
   });
 
   it('bad input on every field is a 400 naming each, and nothing is stored', async () => {
@@ -110,7 +110,7 @@ describe('sending', () => {
       },
     });
     expectApiError(bad, 400, 'VALIDATION_ERROR');
-    const paths = bad.body.details.map((d: { path: string }) => d.path);
+    const paths = bad.body.error.details.map((d: { path: string }) => d.path);
     // Shapes first: these are refused before any rule is looked at.
     for (const field of ['to', 'subject', 'attachments.0.filename', 'attachments.0.content']) expect(paths).toContain(field);
 
@@ -123,19 +123,19 @@ describe('sending', () => {
       },
     });
     expectApiError(ruleErrors, 400, 'VALIDATION_ERROR');
-    expect(ruleErrors.body.details.map((d: { path: string }) => d.path).sort()).toEqual(['bcc', 'cc', 'from', 'headers', 'replyTo', 'scheduledAt', 'to']);
-    expect(ruleErrors.body.details.find((d: { path: string }) => d.path === 'headers').message).toMatch(/From, Content-Type, list-unsubscribe-post/);
+    expect(ruleErrors.body.error.details.map((d: { path: string }) => d.path).sort()).toEqual(['bcc', 'cc', 'from', 'headers', 'replyTo', 'scheduledAt', 'to']);
+    expect(ruleErrors.body.error.details.find((d: { path: string }) => d.path === 'headers').message).toMatch(/From, Content-Type, list-unsubscribe-post/);
 
     const noBody = await server.call('POST', '/v1/emails', { key, body: { from, to: 'x@example.org', subject: 'S' } });
-    expect(noBody.body.details.map((d: { path: string }) => d.path)).toEqual(['html', 'text']);
+    expect(noBody.body.error.details.map((d: { path: string }) => d.path)).toEqual(['html', 'text']);
     const tooMany = await server.call('POST', '/v1/emails', {
       key, body: { ...shapeOk, attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `${i}.txt`, content: 'aGk=' })) },
     });
-    expect(tooMany.body.details).toEqual([{ path: 'attachments', message: 'must be at most 10 items' }]);
+    expect(tooMany.body.error.details).toEqual([{ path: 'attachments', message: 'must be at most 10 items' }]);
 
     const batch = await server.call('POST', '/v1/emails/batch', { key, body: [shapeOk, { ...shapeOk, to: 'broken' }, shapeOk] });
     expectApiError(batch, 400, 'VALIDATION_ERROR');
-    expect(batch.body.details).toEqual([{ path: '1.to', message: '"broken" is not a valid email address' }]);
+    expect(batch.body.error.details).toEqual([{ path: '1.to', message: '"broken" is not a valid email address' }]);
     const oversized = await server.call('POST', '/v1/emails/batch', { key, body: Array.from({ length: 101 }, () => shapeOk) });
     expectApiError(oversized, 400, 'VALIDATION_ERROR');
     expectApiError(await server.call('POST', '/v1/emails/batch', { key, body: [] }), 400, 'VALIDATION_ERROR');

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRoutes } from '../src/api/index.js';
 import { setTeamRateLimit } from '../src/services/teams.js';
-import { expectApiError } from './helpers/api-error.js';
-import { callRoute, routeName, teamFixture } from './helpers/fixtures.js';
+import { expectApiError, expectRouteError, routeHasLegacyErrors } from './helpers/api-error.js';
+import { callRoute, routeName, snapshot, teamFixture } from './helpers/fixtures.js';
 import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 
 const DEFAULT_LIMIT = 1000;
@@ -63,6 +63,28 @@ describe('rate limit', () => {
     const books = await team.call('GET', '/v1/contactBooks');
     expect(books.status).toBe(200);
     expect(books.body.map((book: { name: string }) => book.name).sort()).toEqual(accepted.map((res) => res.body.name).sort());
+  });
+
+  it('the 429 of every route, under /v1 and /api/v1, is in its error shape: the standard one, the legacy one for contact-book PATCH and DELETE; and it does nothing', async () => {
+    const team = await teamFixture(server);
+    await team.ready();
+    const before = await snapshot(team);
+    await setTeamRateLimit(server.deps, { teamId: team.teamId, perSecond: 1 });
+    nextSecond();
+    expect((await team.call('GET', '/v1/contactBooks')).status).toBe(200);
+    let legacy = 0;
+    for (const route of apiRoutes) {
+      for (const prefix of ['/v1', '/api/v1']) {
+        const res = await callRoute(team, route, { prefix });
+        expectRouteError(route, res, 429, 'RATE_LIMITED', `${routeName(route)} under ${prefix}`);
+        expect(Number(res.headers.get('retry-after')), routeName(route)).toBe(1);
+        if (routeHasLegacyErrors(route)) legacy++;
+      }
+    }
+    expect(legacy, 'contact-book PATCH and DELETE under both prefixes').toBe(4);
+    await setTeamRateLimit(server.deps, { teamId: team.teamId, perSecond: null });
+    nextSecond();
+    expect(await snapshot(team), 'a refused request changed the data').toEqual(before);
   });
 
   it('every authenticated response carries the X-RateLimit headers', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRoutes } from '../src/api/index.js';
-import { expectApiError } from './helpers/api-error.js';
+import { expectRouteError } from './helpers/api-error.js';
 import {
   absentId,
   absentResources,
@@ -143,7 +143,7 @@ describe('team isolation', () => {
           const missing = await send(control, (name) => absentId(route, name));
 
           expect(foreign.normalized, what).toEqual(missing.normalized);
-          if (replaced.length === pathParams(route).length) expectApiError(foreign.res, 404, 'NOT_FOUND', what);
+          if (replaced.length === pathParams(route).length) expectRouteError(route, foreign.res, 404, 'NOT_FOUND', what);
           await expectNothingOf(owner, foreign.normalized, what);
         }
       }),
@@ -225,6 +225,8 @@ describe('team isolation', () => {
           const expected = ANSWER_TO_ABSENT_REFERENCE[routeName(write.route)];
           expect(expected, `${routeName(write.route)} names resources in its body: add its answer to ANSWER_TO_ABSENT_REFERENCE`).toBeDefined();
           expect(foreign.res.status, `${what} → ${JSON.stringify(foreign.res.body)}`).toBe(expected);
+          // A refusal names the field like any invalid one, in the route's error shape.
+          if (expected === 400) expectRouteError(write.route, foreign.res, 400, 'VALIDATION_ERROR', what);
           await expectNothingOf(owner, foreign.normalized, what);
           // Nothing the caller can read afterwards (a stored email, a book's sender) holds the owner's data.
           await expectNothingOf(owner, await snapshot(caller), `what the caller of ${what} reads afterwards`);

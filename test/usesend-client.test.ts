@@ -1,13 +1,15 @@
 import { UseSend } from 'usesend-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifiedDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
+let apiKey: string;
 let client: UseSend;
 
 beforeAll(async () => {
   server = await startTestServer();
-  const { apiKey } = await server.team();
+  ({ apiKey } = await server.team());
   // The client appends /api/v1 to the origin it is given.
   client = new UseSend(apiKey, server.url);
 });
@@ -88,22 +90,56 @@ describe('the official usesend-js client', () => {
     expect((await client.contacts.get(bookId, 'user-1815')).data).toMatchObject({ firstName: 'Grace', lastName: 'Hopper' });
   });
 
-  it('an error comes back as { data: null, error: <our error message string> }', async () => {
-    // Our body is { error, code, details? }; the client's isUseSendErrorResponse looks for
-    // body.error.code, finds none on a string, and so hands back body.error itself.
+  it('an error comes back as { data: null, error: <the whole error body> }, the standard body { error: { code, message, details? } }', async () => {
+    // The client's isUseSendErrorResponse finds body.error.code and hands back the body itself.
     const missing = await client.contacts.get('no-such-book', 'someone@example.com');
-    expect(missing).toEqual({ data: null, error: 'Contact book not found' });
+    expect(missing).toEqual({ data: null, error: { error: { code: 'NOT_FOUND', message: 'Contact book not found' } } });
 
     const bookId = (await client.contactBooks.create({ name: 'Errors' })).data!.id;
     const invalid = await client.contacts.create(bookId, { email: 'not-an-address' });
-    expect(invalid).toEqual({ data: null, error: 'Invalid request: email must be a valid email address' });
+    expect(invalid).toEqual({
+      data: null,
+      error: {
+        error: {
+          code: 'VALIDATION_ERROR',
+          message: 'Invalid request: email must be a valid email address',
+          details: [{ path: 'email', message: 'must be a valid email address' }],
+        },
+      },
+    });
 
     await client.contacts.upsert(bookId, 'taken-1', { email: 'taken@example.com' });
     await client.contacts.upsert(bookId, 'other-1', { email: 'other@example.com' });
     const conflict = await client.contacts.upsert(bookId, 'other-1', { email: 'taken@example.com' });
     expect(conflict).toEqual({
       data: null,
-      error: 'Another contact in this contact book already has the email address taken@example.com',
+      error: { error: { code: 'CONFLICT', message: 'Another contact in this contact book already has the email address taken@example.com' } },
     });
+
+    // The standard shape on the same book's other calls, read and listed alike.
+    expect(await client.contactBooks.get('no-such-book')).toEqual({ data: null, error: { error: { code: 'NOT_FOUND', message: 'Contact book not found' } } });
+  });
+
+  it('contact-book update and delete keep the legacy shape { error: "<message>", code }, so their error still comes back as the message string', async () => {
+    // No body.error.code on a string: the client hands back body.error, the message.
+    expect(await client.contactBooks.update('no-such-book', { name: 'Renamed' })).toEqual({ data: null, error: 'Contact book not found' });
+    expect(await client.contactBooks.delete('no-such-book')).toEqual({ data: null, error: 'Contact book not found' });
+
+    const bookId = (await client.contactBooks.create({ name: 'Legacy errors' })).data!.id;
+    const invalid = await client.contactBooks.update(bookId, { variables: ['with space'] });
+    expect(invalid.data).toBeNull();
+    expect(invalid.error).toEqual(expect.stringMatching(/^Invalid request: variables\.0 /));
+
+    // A book a scheduled campaign uses cannot be deleted: 409, still the message string.
+    const sender = await verifiedDomain(server, apiKey, 'client-errors.example.com');
+    const campaign = await client.campaigns.create({
+      name: 'Holds the book', from: `news@${sender.name}`, subject: 'Hi', contactBookId: bookId,
+      html: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', scheduledAt: new Date(Date.now() + 86_400_000).toISOString(),
+    });
+    expect(campaign.error).toBeNull();
+    const refused = await client.contactBooks.delete(bookId);
+    expect(refused.data).toBeNull();
+    expect(refused.error).toEqual(expect.stringContaining(campaign.data!.id));
+    expect((await client.contactBooks.get(bookId)).data).toMatchObject({ id: bookId, name: 'Legacy errors' });
   });
 });

@@ -3,6 +3,7 @@ import { defineRoute } from '../http/route.js';
 import * as service from '../services/contact-books.js';
 
 const TAG = 'Contact books';
+const LEGACY_ERRORS = 'Errors here keep the interface description\'s older shape: `{ "error": "<message>", "code" }`.';
 
 // Names personalisation already fills in, so a book may not redefine them.
 const BUILT_IN_VARIABLES = [
@@ -103,7 +104,8 @@ export const contactBookRoutes = [
     path: '/contactBooks/{contactBookId}',
     tag: TAG,
     summary: 'Update a contact book',
-    description: '`variables`, when given, replaces the list.',
+    description: `\`variables\`, when given, replaces the list. ${LEGACY_ERRORS}`,
+    legacyErrors: true,
     params: contactBookParams,
     body: updateContactBookBody,
     response: contactBookSchema,
@@ -114,6 +116,8 @@ export const contactBookRoutes = [
     path: '/contactBooks/{contactBookId}',
     tag: TAG,
     summary: 'Delete a contact book and all its contacts',
+    description: LEGACY_ERRORS,
+    legacyErrors: true,
     params: contactBookParams,
     response: z.object({ id: z.string(), success: z.boolean(), message: z.string() }),
     handler: ({ deps, auth, params }) => service.deleteContactBook(deps, auth, params),

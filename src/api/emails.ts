@@ -14,6 +14,7 @@ export const EMAIL_STATUSES = [
 const MAX_BATCH = 100;
 const MAX_ATTACHMENTS = 10;
 const MAX_HEADERS = 50;
+const MAX_VARIABLES = 200;
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const ISO_DATE = /^\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d))?$/i;
@@ -41,9 +42,16 @@ const attachment = z.object({
 export const emailBody = z.object({
   to: addresses.describe(`One address or an array; comma-separated lists are split. At most ${service.MAX_RECIPIENTS}.`),
   from: z.string().min(1).max(1000).describe('`addr@domain` or `Name <addr@domain>` on a verified domain of the team'),
-  subject: z.string().min(1).max(998),
+  subject: z.string().min(1).max(998).optional().describe('Required unless `templateId` is given; with it, replaces the template\'s subject'),
   html: z.string().max(5_000_000).nullable().optional(),
   text: z.string().max(5_000_000).nullable().optional().describe('Derived from html when absent'),
+  templateId: z.string().min(1).max(128).optional().describe('A template of the team: subject and bodies are rendered from it with `variables` (not with html or text)'),
+  variables: z
+    .record(z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,99}$/, 'variable names start with a letter and hold letters, digits and _'), z.string().max(100_000))
+    .refine((value) => Object.keys(value).length <= MAX_VARIABLES, `must have at most ${MAX_VARIABLES} variables`)
+    .optional()
+    .describe('Values for the template\'s {{name}} placeholders'),
+  inReplyToId: z.string().min(3).max(128).nullable().optional().describe('Another email of the team this one answers: In-Reply-To and References follow its Message-ID'),
   replyTo: addresses.optional(),
   cc: addresses.optional(),
   bcc: addresses.optional().describe('Delivered to, never shown in the message'),
@@ -69,6 +77,7 @@ const emailFields = {
   text: z.string().nullable(),
   latestStatus: z.enum(EMAIL_STATUSES),
   scheduledAt: z.string().nullable(),
+  templateId: z.string().nullable().describe('The template the email was rendered from'),
   createdAt: z.string(),
   updatedAt: z.string(),
 };

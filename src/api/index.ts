@@ -6,5 +6,6 @@ import { contactRoutes } from './contacts.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { suppressionRoutes } from './suppressions.js';
+import { templateRoutes } from './templates.js';
 
-export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes, ...templateRoutes];

@@ -15,6 +15,8 @@ export type NewEmail = OutgoingEmail & {
   createdAt: Date;
   /** For a double opt-in confirmation: the contact it asks to confirm. */
   confirms?: { bookId: string; contactId: string };
+  /** The template the subject and bodies were rendered from. */
+  templateId?: string | null;
 };
 
 function emailValues(email: NewEmail): Insertable<EmailsTable> {
@@ -40,6 +42,7 @@ function emailValues(email: NewEmail): Insertable<EmailsTable> {
     updated_at: email.createdAt,
     contact_book_id: email.confirms?.bookId ?? null,
     contact_id: email.confirms?.contactId ?? null,
+    template_id: email.templateId ?? null,
   };
 }
 

@@ -124,6 +124,21 @@ export interface EmailsTable {
   campaign_id: Optional<string>;
   contact_id: Optional<string>;
   contact_book_id: Optional<string>;
+  /** The template the email was rendered from, when it named one. */
+  template_id: Optional<string>;
+}
+
+export interface TemplatesTable {
+  team_id: number;
+  id: string;
+  name: string;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  /** Email editor JSON, when the template was written in the editor (html is rendered from it). */
+  content: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
@@ -215,4 +230,5 @@ export interface Database {
   campaigns: CampaignsTable;
   email_counts: EmailCountsTable;
   daily_email_counts: DailyEmailCountsTable;
+  templates: TemplatesTable;
 }

@@ -70,26 +70,43 @@ export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hon
     method: route.method.toUpperCase(),
     // Exactly what the router matches: a path it would not serve must not be reported as a 405.
     pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, '[^/]+')}$`),
+    legacyErrors: route.legacyErrors === true,
   }));
+  /** The request's path below /v1 (or /api/v1); null outside the API. */
+  const apiPath = (path: string) => {
+    const prefix = API_PREFIX.exec(path);
+    return prefix ? path.slice(prefix[0].length) : null;
+  };
+  /** Every error of a route that keeps the legacy shape has it, whatever refused the call (key, limit, body, rules). */
+  const respondError = (c: Context, error: ApiError) => {
+    // Refused before its body was read (no key, over a limit, no route): the rest of the body is
+    // still on its way, so the connection cannot carry another request. Saying so keeps a client
+    // that reuses connections from sending its next request into one about to close.
+    const bodyUnread = (Number(c.req.header('content-length') ?? 0) > 0 || c.req.header('transfer-encoding') !== undefined) && !c.req.raw.bodyUsed;
+    if (bodyUnread) c.header('Connection', 'close');
+    const rest = apiPath(c.req.path);
+    const legacy = rest !== null && matchers.some((m) => m.legacyErrors && m.method === c.req.method && m.pattern.test(rest));
+    return sendError(c, error, legacy ? 'legacy' : 'standard');
+  };
+
   app.notFound((c) => {
-    const prefix = API_PREFIX.exec(c.req.path);
-    if (prefix) {
-      const rest = c.req.path.slice(prefix[0].length);
+    const rest = apiPath(c.req.path);
+    if (rest !== null) {
       const allowed = new Set(matchers.filter((m) => m.pattern.test(rest)).map((m) => m.method));
       if (allowed.size > 0) {
         // Hono answers HEAD with the GET handler, so wherever GET is allowed, HEAD is too.
         if (allowed.has('GET')) allowed.add('HEAD');
         c.header('Allow', [...allowed].join(', '));
-        return sendError(c, new ApiError('METHOD_NOT_ALLOWED', `Method ${c.req.method} is not allowed on ${c.req.path}`));
+        return respondError(c, new ApiError('METHOD_NOT_ALLOWED', `Method ${c.req.method} is not allowed on ${c.req.path}`));
       }
     }
-    return sendError(c, new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
+    return respondError(c, new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
   });
 
   app.onError((error, c) => {
-    if (error instanceof ApiError) return sendError(c, error);
+    if (error instanceof ApiError) return respondError(c, error);
     deps.log.error('request failed', { error, requestId: c.get('requestId'), method: c.req.method, path: c.req.path });
-    return sendError(c, new ApiError('INTERNAL_SERVER_ERROR', `Internal server error (request id ${c.get('requestId')})`));
+    return respondError(c, new ApiError('INTERNAL_SERVER_ERROR', `Internal server error (request id ${c.get('requestId')})`));
   });
 
   return app;

@@ -8,8 +8,8 @@ export function sendJson(c: Context, body: unknown, status: ContentfulStatusCode
   return c.body(JSON.stringify(body), status, { 'Content-Type': JSON_TYPE });
 }
 
-export function sendError(c: Context, error: ApiError) {
-  return sendJson(c, error.toBody(), error.status as ContentfulStatusCode);
+export function sendError(c: Context, error: ApiError, shape: 'standard' | 'legacy' = 'standard') {
+  return sendJson(c, shape === 'legacy' ? error.toLegacyBody() : error.toBody(), error.status as ContentfulStatusCode);
 }
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;

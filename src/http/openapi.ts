@@ -1,27 +1,36 @@
 import { z } from 'zod';
 import type { RouteDef } from './route.js';
 
-const errorSchema = {
-  type: 'object',
-  required: ['error', 'code'],
-  properties: {
-    error: { type: 'string', description: 'What went wrong, for people' },
-    code: {
-      type: 'string',
-      enum: [
-        'BAD_REQUEST', 'VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED',
-        'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_SERVER_ERROR',
-      ],
-    },
-    details: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['path', 'message'],
-        properties: { path: { type: 'string' }, message: { type: 'string' } },
-      },
+const errorFields = {
+  code: {
+    type: 'string',
+    enum: [
+      'BAD_REQUEST', 'VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED',
+      'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_SERVER_ERROR',
+    ],
+  },
+  message: { type: 'string', description: 'What went wrong, for people' },
+  details: {
+    type: 'array',
+    items: {
+      type: 'object',
+      required: ['path', 'message'],
+      properties: { path: { type: 'string' }, message: { type: 'string' } },
     },
   },
+} as const;
+
+const errorSchema = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'object', required: ['code', 'message'], properties: errorFields } },
+} as const;
+
+/** Contact-book PATCH and DELETE, as the interface description fixes them. */
+const legacyErrorSchema = {
+  type: 'object',
+  required: ['error', 'code'],
+  properties: { error: errorFields.message, code: errorFields.code, details: errorFields.details },
 } as const;
 
 const errorResponses = {
@@ -69,7 +78,7 @@ export function buildOpenApi(routes: RouteDef[]) {
         ...Object.fromEntries(
           Object.entries(errorResponses).map(([status, description]) => [
             status,
-            { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+            { description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.legacyErrors ? 'LegacyError' : 'Error'}` } } } },
           ]),
         ),
       },
@@ -87,7 +96,7 @@ export function buildOpenApi(routes: RouteDef[]) {
     security: [{ bearerAuth: [] }],
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made with the CLI' } },
-      schemas: { Error: errorSchema },
+      schemas: { Error: errorSchema, LegacyError: legacyErrorSchema },
     },
     paths,
   };

@@ -36,6 +36,8 @@ export type RouteDef<
   description?: string;
   /** The least key permission that may call it; `full` unless said otherwise. */
   permission?: Permission;
+  /** Errors in the interface description's older shape, `{ "error": "<message>", "code" }` (contact-book PATCH and DELETE). */
+  legacyErrors?: true;
   params?: P;
   query?: Q;
   body?: B;

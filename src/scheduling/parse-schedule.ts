@@ -1,8 +1,11 @@
 import * as chrono from 'chrono-node';
 import { invalid } from '../errors.js';
 
-// An ISO 8601 instant names its own offset; anything else is read in the schedule time zone.
-const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)$/i;
+// An ISO 8601 instant names its own offset; anything else is read in the schedule time zone. A
+// space may stand for the T (Python's str() of a datetime writes one).
+const ISO_INSTANT = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)$/i;
+// A date-time without an offset, as Python's isoformat() writes a naive datetime: a wall-clock time.
+const WALL_CLOCK = /^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d)(?:\.(\d{1,9}))?)?$/i;
 /** How far in the past a time may be and still mean "now" (clock skew, a slow request). */
 export const PAST_TOLERANCE_MS = 60_000;
 /** How far ahead mail may be scheduled: beyond this a time is a typo, and past year 9999 no database can hold it. */
@@ -19,6 +22,15 @@ export function timeZoneOffsetMinutes(timeZone: string, at: Date): number {
   return Math.round((wallClock - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
 }
 
+/** The instant a wall-clock time names in `timeZone` (the zone's offset at that time, DST included). */
+function wallClockInstant(match: RegExpExecArray, timeZone: string): Date {
+  const [, year, month, day, hour, minute, second, fraction] = match;
+  const wall = Date.UTC(+year!, +month! - 1, +day!, +hour!, +minute!, +(second ?? 0), Math.floor(+`0.${fraction ?? 0}` * 1000));
+  // The offset at the wall time read as UTC is off by at most one DST change; reading it again at the instant that gives settles it.
+  const first = wall - timeZoneOffsetMinutes(timeZone, new Date(wall)) * 60_000;
+  return new Date(wall - timeZoneOffsetMinutes(timeZone, new Date(first)) * 60_000);
+}
+
 /**
  * When `scheduledAt` means: an ISO 8601 instant, or natural language ("tomorrow 9am", "next monday
  * 10:30", "in 2 hours") read forward from `now` in `timeZone`. Throws a 400 on `field` saying what
@@ -28,8 +40,11 @@ export function parseSchedule(input: string, options: { now: Date; timeZone: str
   const field = options.field ?? 'scheduledAt';
   const text = input.trim();
   let at: Date | null = null;
+  const wallClock = WALL_CLOCK.exec(text);
   if (ISO_INSTANT.test(text)) {
-    at = new Date(text);
+    at = new Date(text.replace(' ', 'T'));
+  } else if (wallClock) {
+    at = wallClockInstant(wallClock, options.timeZone);
   } else {
     const reference = { instant: options.now, timezone: timeZoneOffsetMinutes(options.timeZone, options.now) };
     const [result] = chrono.parse(text, reference, { forwardDate: true });

@@ -5,6 +5,7 @@ import type { EmailStatus, StoredAttachment } from '../db/schema.js';
 import { findDomainSummary } from '../data/domains.js';
 import * as emails from '../data/emails.js';
 import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
+import type { TemplateRow } from '../data/templates.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
 import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
 import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
@@ -14,6 +15,7 @@ import { newId } from '../ids.js';
 import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
+import { renderFromTemplate, templatesByIds } from './templates.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
 export type EmailDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
@@ -23,9 +25,13 @@ export const MAX_RECIPIENTS = 50;
 export type EmailInput = {
   to: string | string[];
   from: string;
-  subject: string;
+  /** Required unless templateId is given; with it, it replaces the template's subject. */
+  subject?: string;
   html?: string | null;
   text?: string | null;
+  templateId?: string;
+  variables?: Record<string, string>;
+  inReplyToId?: string | null;
   replyTo?: string | string[];
   cc?: string | string[];
   bcc?: string | string[];
@@ -59,18 +65,40 @@ export function mailboxes(value: string | string[] | undefined, path: string, pr
 
 type Prepared = Omit<NewEmail, 'teamId' | 'domainId' | 'messageId'>;
 
-/** Checks one email's fields beyond their shape; every problem lands in `problems`, under `prefix`. */
-function prepare(input: EmailInput, prefix: string, now: Date, timeZone: string, problems: ErrorDetail[]): Prepared {
-  const at = (field: string) => `${prefix}${field}`;
-  const to = mailboxes(input.to, at('to'), problems, true);
-  const cc = mailboxes(input.cc, at('cc'), problems);
-  const bcc = mailboxes(input.bcc, at('bcc'), problems);
-  const replyTo = mailboxes(input.replyTo, at('replyTo'), problems);
+/** What an email says: its own subject and bodies, or its template's rendered with its variables. */
+function contentOf(input: EmailInput, template: TemplateRow | undefined, at: (field: string) => string, problems: ErrorDetail[]) {
+  if (template) {
+    for (const field of ['html', 'text'] as const) {
+      if (input[field] != null) problems.push({ path: at(field), message: `cannot be given with templateId: the template provides the ${field}` });
+    }
+    const rendered = renderFromTemplate(template, input, at, problems);
+    return { ...rendered, text: rendered.text ?? (rendered.html === null ? null : htmlToText(rendered.html)) };
+  }
+  if (!input.subject) problems.push({ path: at('subject'), message: 'is required unless templateId is given' });
   const html = input.html || null;
   const text = input.text || (html === null ? null : htmlToText(html));
   if (html === null && !input.text) {
     problems.push({ path: at('html'), message: 'html or text is required' }, { path: at('text'), message: 'html or text is required' });
   }
+  return { subject: input.subject ?? '', html, text };
+}
+
+/**
+ * Checks one email's fields beyond their shape; every problem lands in `problems`, under `prefix`.
+ * `template` is the one it names; `thread`, the header fields that make it a reply.
+ */
+function prepare(
+  input: EmailInput,
+  context: { prefix: string; now: Date; timeZone: string; template?: TemplateRow; thread?: Record<string, string> },
+  problems: ErrorDetail[],
+): Prepared {
+  const { prefix, now, timeZone } = context;
+  const at = (field: string) => `${prefix}${field}`;
+  const to = mailboxes(input.to, at('to'), problems, true);
+  const cc = mailboxes(input.cc, at('cc'), problems);
+  const bcc = mailboxes(input.bcc, at('bcc'), problems);
+  const replyTo = mailboxes(input.replyTo, at('replyTo'), problems);
+  const { subject, html, text } = contentOf(input, context.template, at, problems);
   const names = Object.keys(input.headers ?? {});
   const owned = names.filter(isOwnHeader);
   if (owned.length > 0) {
@@ -98,10 +126,11 @@ function prepare(input: EmailInput, prefix: string, now: Date, timeZone: string,
     id: newId(),
     from: input.from,
     to, cc, bcc, replyTo,
-    subject: input.subject,
+    subject,
     html, text,
-    headers: input.headers ?? {},
+    headers: { ...input.headers, ...context.thread },
     attachments,
+    templateId: context.template?.id ?? null,
     scheduledAt,
     sendAt: scheduledAt && scheduledAt > now ? scheduledAt : now,
     createdAt: now,
@@ -129,6 +158,22 @@ async function senderDomains(db: Db, caller: Caller, inputs: EmailInput[], prefi
   return found;
 }
 
+/**
+ * For each email an email replies to (inReplyToId): the header fields that put the reply in its
+ * thread (RFC 5322 §3.6.4). Another team's email, or none, is a 404; another domain's, for a scoped key, a 403.
+ */
+async function threadsOf(db: Db, caller: Caller, inputs: EmailInput[]): Promise<Map<string, Record<string, string>>> {
+  const threads = new Map<string, Record<string, string>>();
+  for (const id of new Set(inputs.flatMap((input) => (input.inReplyToId ? [input.inReplyToId] : [])))) {
+    const parent = await emails.findEmail(db, caller.teamId, id);
+    if (!parent) throw new ApiError('NOT_FOUND', `Email ${id} (inReplyToId) not found`);
+    assertDomainInScope(caller, parent.domain_id, 'reply to mail of another domain');
+    const references = parent.headers['References'] ? `${parent.headers['References']} ${parent.message_id}` : parent.message_id;
+    threads.set(id, { 'In-Reply-To': parent.message_id, References: references });
+  }
+  return threads;
+}
+
 const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
 
 /**
@@ -145,7 +190,15 @@ async function createEmails<R>(
   const now = new Date();
   const problems: ErrorDetail[] = [];
   const prefixes = request.inputs.map((_input, index) => (request.kind === 'batch' ? `${index}.` : ''));
-  const prepared = request.inputs.map((input, index) => prepare(input, prefixes[index]!, now, deps.config.scheduleTimeZone, problems));
+  const templates = await templatesByIds(deps, caller, request.inputs.flatMap((input) => (input.templateId ? [input.templateId] : [])));
+  const threads = await threadsOf(deps.db, caller, request.inputs);
+  const prepared = request.inputs.map((input, index) =>
+    prepare(input, {
+      prefix: prefixes[index]!, now, timeZone: deps.config.scheduleTimeZone,
+      template: input.templateId ? templates.get(input.templateId) : undefined,
+      thread: input.inReplyToId ? threads.get(input.inReplyToId) : undefined,
+    }, problems),
+  );
   const domains = await senderDomains(deps.db, caller, request.inputs, prefixes, problems);
   if (problems.length > 0) throw validationError(problems);
 
@@ -197,6 +250,7 @@ export function toEmail(row: EmailRow) {
     text: row.text,
     latestStatus: row.status,
     scheduledAt: row.scheduled_at?.toISOString() ?? null,
+    templateId: row.template_id,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };

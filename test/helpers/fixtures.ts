@@ -24,6 +24,7 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
   senderDomain: async (team, server) => (await verifiedDomain(server, team.apiKey, `send-${team.tag}.example.com`)).name,
   emailId: async (team) => (await team.expectOk('POST', '/v1/emails', { ...(await sampleEmail(team)), scheduledAt: FAR_FUTURE })).emailId,
   email: async (team) => (await team.expectOk('POST', '/v1/suppressions', { email: `${team.tag}@example.com` })).email,
+  templateId: async (team) => (await team.expectOk('POST', '/v1/templates', sampleTemplate(team.tag))).id,
   // Its own book, so scheduling it never keeps the team's contactBookId from being deleted.
   campaignId: async (team) =>
     (await team.expectOk('POST', '/v1/campaigns', await sampleCampaign(team, (await team.expectOk('POST', '/v1/contactBooks', { name: `Campaigns ${team.tag}` })).id))).id,
@@ -33,6 +34,8 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
 const FAR_FUTURE = new Date(Date.now() + 30 * 86_400_000).toISOString();
 const sampleEmail = async (team: { id: Ids }) =>
   ({ from: `Sample <hello@${await team.id('senderDomain')}>`, to: 'reader@example.com', subject: 'Sample', html: '<p>Hi</p>' });
+
+const sampleTemplate = (tag: string) => ({ name: `Template ${tag}`, subject: 'Hello {{firstName,fallback=there}}', html: '<p>Hi {{firstName}}</p>' });
 
 const sampleCampaign = async (team: { id: Ids }, contactBookId: string) => ({
   name: 'Sample campaign', from: `hello@${await team.id('senderDomain')}`, subject: 'Hello {{firstName}}', contactBookId,
@@ -57,6 +60,8 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
   'POST /emails/batch': async (ids) => [await sampleEmail({ id: ids })],
   'PATCH /emails/{emailId}': () => ({ scheduledAt: FAR_FUTURE }),
   'POST /suppressions': () => ({ email: 'blocked@example.com' }),
+  'POST /templates': () => sampleTemplate('sample'),
+  'PATCH /templates/{templateId}': () => ({ name: 'Renamed template' }),
   'POST /campaigns': async (ids) => sampleCampaign({ id: ids }, await ids('contactBookId')),
   'POST /campaigns/{campaignId}/schedule': () => ({ scheduledAt: FAR_FUTURE }),
 };
