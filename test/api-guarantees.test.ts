@@ -1,6 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +32,7 @@ import {
   teamFixture,
   type TeamFixture,
 } from './helpers/fixtures.js';
-import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
+import { sendWire, startTestServer, type CallResult, type TestServer, type WireRequest } from './helpers/server.js';
 
 const PREFIXES = ['/v1', '/api/v1'];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -335,7 +334,6 @@ function expectNamed(res: CallResult, fields: string[], what: string) {
 // The error shape, route by route and class by class: what the official clients read.
 
 /** A request as sent on the wire, so it can be sent again, by Python too. */
-type WireRequest = { method: string; path: string; headers: Record<string, string>; body?: string };
 /** One way a route refuses a call: the request, and the answer it must get. */
 type Refusal = { route: RouteDef; prefix: string; kind: string; status: number; code: ErrorCode; legacy: boolean; request: WireRequest };
 type Refused = Refusal & { res: CallResult };
@@ -345,32 +343,6 @@ const ERROR_KINDS = [
   'missing key', 'invalid key', 'sending-only key', 'absent id', 'invalid path id', 'invalid query', 'invalid body',
   'malformed JSON', 'non-JSON body', 'oversized body', 'wrong method',
 ] as const;
-
-/** Sends a request on a connection of its own, exactly as given. */
-function sendWire(request: WireRequest): Promise<CallResult> {
-  return new Promise((resolve, reject) => {
-    const headers = { ...request.headers, ...(request.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(request.body)) }) };
-    const outgoing = http.request({ host: '127.0.0.1', port: server.port, method: request.method, path: request.path, headers, agent: false }, (incoming) => {
-      const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-      incoming.on('error', reject);
-      incoming.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // Left as text: the assertions on it will say what came back.
-        }
-        const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(incoming.headers)) if (value !== undefined) responseHeaders.set(name, String(value));
-        resolve({ status: incoming.statusCode!, headers: responseHeaders, body });
-      });
-    });
-    outgoing.on('error', reject);
-    outgoing.end(request.body);
-  });
-}
 
 /** Every way this route can be refused, under this prefix, each with the answer it must get. */
 async function refusalsOf(route: RouteDef, prefix: string, sendingKey: string): Promise<Refusal[]> {
@@ -432,7 +404,7 @@ function everyRefusal(): Promise<Refused[]> {
     await refusedWithoutChange(
       apiRoutes.flatMap((route) => PREFIXES.map((prefix) => ({ route, prefix }))),
       async ({ route, prefix }) => {
-        for (const refusal of await refusalsOf(route, prefix, sendingKey)) refused.push({ ...refusal, res: await sendWire(refusal.request) });
+        for (const refusal of await refusalsOf(route, prefix, sendingKey)) refused.push({ ...refusal, res: await sendWire(server.port, refusal.request) });
       },
     );
     return refused;

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import net from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { sql } from 'kysely';
@@ -26,7 +25,7 @@ import {
   Rng,
   seedOf,
 } from './helpers/fuzz.js';
-import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
+import { sendWire, startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 
 // No workers (ROLE=api): nothing changes the data behind a test's back, so "a refused request
 // changed nothing" can be checked row by row, and mail stays where the API put it.
@@ -652,28 +651,7 @@ function sendFuzz(key: string, method: string, request: FuzzRequest): Promise<Ca
   const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (request.contentType) headers['content-type'] = request.contentType;
   if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
-  if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
-  return new Promise((resolve, reject) => {
-    const outgoing = http.request({ host: '127.0.0.1', port: server.port, method, path: request.path, headers, agent: false }, (incoming) => {
-      const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-      incoming.on('error', reject);
-      incoming.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // Left as text: the check says what came back.
-        }
-        const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(incoming.headers)) if (value !== undefined) responseHeaders.set(name, String(value));
-        resolve({ status: incoming.statusCode!, headers: responseHeaders, body, text });
-      });
-    });
-    outgoing.on('error', reject);
-    outgoing.end(request.body);
-  });
+  return sendWire(server.port, { method, path: request.path, headers, ...(request.body === undefined ? {} : { body: request.body }) });
 }
 
 /**

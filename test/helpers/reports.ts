@@ -39,6 +39,24 @@ const part = (contentType: string, body: string, extra: string[] = []) => lines(
 
 const DATE = 'Mon, 23 Nov 2026 10:15:02 +0000';
 
+/** Postfix's machine-readable part: one recipient's line, whatever the report says of it. */
+function postfixStatus(sent: Sent, facts: Omit<DsnFacts, 'action'> & { action: string }, queueId: string, extra: string[] = []): string {
+  return part('message/delivery-status', lines(
+    'Reporting-MTA: dns; mx1.receiver.example',
+    `X-Postfix-Queue-ID: ${queueId}`,
+    `X-Postfix-Sender: rfc822; ${sent.returnPath}`,
+    `Arrival-Date: ${DATE}`,
+    '',
+    `Final-Recipient: rfc822; ${facts.recipient}`,
+    `Original-Recipient: rfc822;${facts.recipient}`,
+    `Action: ${facts.action}`,
+    `Status: ${facts.status}`,
+    'Remote-MTA: dns; mailstore.receiver.example',
+    `Diagnostic-Code: smtp; ${facts.diagnostic}`,
+    ...extra,
+  ), ['Content-Description: Delivery report']);
+}
+
 /** Postfix's "Undelivered Mail Returned to Sender" (or, for a delay, "Delayed Mail (still being retried)"). */
 export function postfixDsn(sent: Sent, facts: DsnFacts): string {
   const delayed = facts.action === 'delayed';
@@ -63,20 +81,7 @@ export function postfixDsn(sent: Sent, facts: DsnFacts): string {
         '',
         `<${facts.recipient}>: ${facts.diagnostic}`,
       ), ['Content-Description: Notification']),
-      part('message/delivery-status', lines(
-        'Reporting-MTA: dns; mx1.receiver.example',
-        'X-Postfix-Queue-ID: 4Xk2Lq0Z3Yz9sQv',
-        `X-Postfix-Sender: rfc822; ${sent.returnPath}`,
-        `Arrival-Date: ${DATE}`,
-        '',
-        `Final-Recipient: rfc822; ${facts.recipient}`,
-        `Original-Recipient: rfc822;${facts.recipient}`,
-        `Action: ${facts.action}`,
-        `Status: ${facts.status}`,
-        'Remote-MTA: dns; mailstore.receiver.example',
-        `Diagnostic-Code: smtp; ${facts.diagnostic}`,
-        ...(delayed ? ['Will-Retry-Until: Mon, 30 Nov 2026 10:15:02 +0000'] : []),
-      ), ['Content-Description: Delivery report']),
+      postfixStatus(sent, facts, '4Xk2Lq0Z3Yz9sQv', delayed ? ['Will-Retry-Until: Mon, 30 Nov 2026 10:15:02 +0000'] : []),
       part('message/rfc822', asDelivered(sent), ['Content-Description: Undelivered Message']),
     ],
   );
@@ -115,19 +120,7 @@ export function postfixSuccessDsn(sent: Sent, facts: SuccessFacts): string {
         '',
         `<${facts.recipient}>: ${facts.action === 'delivered' ? 'delivered to mailbox' : 'relayed to non-DSN-aware mailer'}`,
       ), ['Content-Description: Notification']),
-      part('message/delivery-status', lines(
-        'Reporting-MTA: dns; mx1.receiver.example',
-        'X-Postfix-Queue-ID: 7Yt3Mn1B2CdQ8Rw',
-        `X-Postfix-Sender: rfc822; ${sent.returnPath}`,
-        `Arrival-Date: ${DATE}`,
-        '',
-        `Final-Recipient: rfc822; ${facts.recipient}`,
-        `Original-Recipient: rfc822;${facts.recipient}`,
-        `Action: ${facts.action}`,
-        `Status: ${facts.status}`,
-        'Remote-MTA: dns; mailstore.receiver.example',
-        `Diagnostic-Code: smtp; ${facts.diagnostic}`,
-      ), ['Content-Description: Delivery report']),
+      postfixStatus(sent, facts, '7Yt3Mn1B2CdQ8Rw'),
       part('text/rfc822-headers', headersOf(sent), ['Content-Description: Message Headers']),
     ],
   );

@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -75,4 +76,36 @@ export async function call(baseUrl: string, method: string, path: string, option
     // Left as text: the assertions on it will say what came back.
   }
   return { status: response.status, headers: response.headers, body: parsed };
+}
+
+export type WireRequest = { method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array };
+
+/**
+ * Sends a request on a connection of its own (no pooling), with the headers exactly as given and
+ * the body's length added: for requests a fetch would change, and for refusals that leave the
+ * connection closing (a pooled client would fail its next request on it).
+ */
+export function sendWire(port: number, request: WireRequest): Promise<CallResult & { text: string }> {
+  const headers = { ...request.headers, ...(request.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(request.body)) }) };
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request({ host: '127.0.0.1', port, method: request.method, path: request.path, headers, agent: false }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('error', reject);
+      incoming.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // Left as text: the assertions on it will say what came back.
+        }
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(incoming.headers)) if (value !== undefined) responseHeaders.set(name, String(value));
+        resolve({ status: incoming.statusCode!, headers: responseHeaders, body, text });
+      });
+    });
+    outgoing.on('error', reject);
+    outgoing.end(request.body);
+  });
 }
