@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeDataDirPrivate } from '../src/db/private-dir.js';
 import { createTestDatabase, usingPostgres } from './helpers/database.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { dnsVerifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
 import { recordingLogger } from './helpers/log.js';
-import { childEnv, cli, killAll, logLines, runCli, startServerProcess, tempDir } from './helpers/processes.js';
+import { childEnv, cli, cleanUpAfterEach, logLines, runCli, startServerProcess, tempDir } from './helpers/processes.js';
 import { apiAt } from './helpers/server.js';
 
 let dns: TestDnsServer;
@@ -17,11 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => dns.close());
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  killAll();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanUpAfterEach();
 
 /** A DATA_DIR as an earlier version or an operator may have left it: 0755, with a 0644 file and a 0755 folder. */
 async function dataDirOpenToOthers(): Promise<string> {

@@ -4,7 +4,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type DatabaseSource, type Db } from '../src/db/connection.js';
 import { KeyVault } from '../src/domains/key-vault.js';
@@ -16,7 +16,7 @@ import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, verifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
 import { recordingLogger, type LogEntry } from './helpers/log.js';
-import { childEnv, killAll, runCli, tempDir } from './helpers/processes.js';
+import { childEnv, cleanUpAfterEach, runCli, tempDir } from './helpers/processes.js';
 import { apiAt, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -29,11 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => dns.close());
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  killAll();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanUpAfterEach();
 
 /** Where one test's data outlives restarts: DATA_DIR, and a PostgreSQL database or the embedded one in DATA_DIR. */
 type Store = { dataDir: string; source: DatabaseSource; url: string | null };

@@ -2,15 +2,15 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { newId } from '../src/ids.js';
 import { createTestDatabase, usingPostgres } from './helpers/database.js';
 import { withDatabase } from './helpers/global-setup.js';
 import {
   childEnv,
+  cleanUpAfterEach,
   cli,
   failedServerStart,
-  killAll,
   killGroup,
   logLines,
   startServerProcess,
@@ -19,11 +19,7 @@ import {
 } from './helpers/processes.js';
 import { call } from './helpers/server.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  killAll();
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanUpAfterEach();
 
 async function dataDirForTest() {
   const dir = await tempDir();

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach } from 'vitest';
 
 /**
  * Real `npm start` and `npm run cli` processes for the operator-facing tests. Every child runs in
@@ -49,6 +50,19 @@ function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): Spawn
     }),
   );
   return { child, stdout: () => stdout, stderr: () => stderr, exit };
+}
+
+/**
+ * For the calling test file: after each test, every child process still running is killed, then
+ * the cleanups the test pushed run, newest first. Answers the list to push them on.
+ */
+export function cleanUpAfterEach(): Array<() => Promise<unknown>> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    killAll();
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return cleanups;
 }
 
 /** SIGKILLs every child still running, with the node process tsx started under it. */
