@@ -35,6 +35,15 @@ function isDnsServer(entry: string): boolean {
   return isIP(match[1]!) !== 0 && (match[2] === undefined || (Number(match[2]) >= 1 && Number(match[2]) <= 65535));
 }
 
+/** A host name, an IP address or a CIDR range (`10.0.0.0/8`, `fd00::/8`), as WEBHOOK_ALLOWED_HOSTS lists them. */
+function isAllowEntry(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/');
+  if (rest.length > 0) return false;
+  const family = isIP(address!.replace(/^\[|\]$/g, ''));
+  if (bits !== undefined) return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+  return family !== 0 || hostName.safeParse(entry).success;
+}
+
 /** SECRET, and the new secret `secret rotate` takes. */
 export const secretSchema = z.string().min(16, 'must be at least 16 characters');
 
@@ -89,6 +98,17 @@ const envSchema = z.object({
   CAMPAIGN_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   SEND_RETRY_WINDOW_HOURS: hours(24),
   SEND_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(5000),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+  WEBHOOK_AUTO_DISABLE_AFTER: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  WEBHOOK_ALLOWED_HOSTS: z
+    .string()
+    .transform(list)
+    .refine((entries) => entries.every(isAllowEntry), 'must be a comma-separated list of host names, IP addresses or CIDR ranges')
+    .default([]),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(64),
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
 });
 
 export type Config = {
@@ -144,6 +164,18 @@ export type Config = {
   sendRetryWindowMs: number;
   /** The first retry's delay; each next one doubles (capped at an hour), with jitter. */
   sendRetryBaseMs: number;
+  /** One webhook call's limit, from connecting to the end of the response. */
+  webhookTimeoutMs: number;
+  /** A failed call's first retry delay; each next one is four times longer, with jitter. */
+  webhookRetryBaseMs: number;
+  webhookMaxAttempts: number;
+  /** Calls in a row that failed every attempt before a webhook is AUTO_DISABLED. */
+  webhookAutoDisableAfter: number;
+  /** Destinations the address guard lets through although they are not public: hosts, IPs, CIDRs. */
+  webhookAllowedHosts: string[];
+  /** Calls in flight at once per process (each webhook takes at most a few of them). */
+  webhookConcurrency: number;
+  webhookPollMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -206,6 +238,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     campaignPollMs: e.CAMPAIGN_POLL_MS,
     sendRetryWindowMs: e.SEND_RETRY_WINDOW_HOURS * 3_600_000,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+    webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+    webhookAutoDisableAfter: e.WEBHOOK_AUTO_DISABLE_AFTER,
+    webhookAllowedHosts: e.WEBHOOK_ALLOWED_HOSTS,
+    webhookConcurrency: e.WEBHOOK_CONCURRENCY,
+    webhookPollMs: e.WEBHOOK_POLL_MS,
   };
 }
 

@@ -20,7 +20,13 @@ export type Deps = {
    * Encrypts DKIM private keys for the database and decrypts them for signing, with a key derived
    * from SECRET (`KeyVault`, domains/key-vault.ts); `domain` names the key's owner in errors.
    */
-  keyVault: { seal(privateKey: KeyObject): string; open(stored: string, domain: string): KeyObject };
+  keyVault: {
+    seal(privateKey: KeyObject): string;
+    open(stored: string, domain: string): KeyObject;
+    /** The same for secrets used in clear again (webhook signing secrets); `what` names the owner in errors. */
+    sealText(text: string): string;
+    openText(stored: string, what: string): string;
+  };
   /** Wakes this process's workers when a service made work due. */
   signals: Signals;
 };

@@ -20,6 +20,7 @@ import { loadSecret } from './secret.js';
 import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
 import { startHttpServer, type HttpServer } from './server.js';
+import { startWebhookSender, type WebhookSender } from './webhooks/sender.js';
 import { Signals } from './workers/signals.js';
 
 export type RunningService = {
@@ -74,6 +75,7 @@ type Parts = {
   domainWorker?: DomainWorker;
   releaser?: Releaser;
   dispatcher?: Dispatcher;
+  webhookSender?: WebhookSender;
   database?: DatabaseHandle;
 };
 
@@ -83,12 +85,13 @@ async function closeParts(parts: Parts): Promise<void> {
   await parts.domainWorker?.stop();
   await parts.releaser?.stop();
   await parts.dispatcher?.stop();
+  await parts.webhookSender?.stop();
   await parts.database?.close();
 }
 
 /**
  * Starts Mailroom: the database (migrated), the HTTP API and pages, and, unless ROLE=api, the
- * inbound SMTP listener and the workers (domain checks, campaign release, dispatch), all sharing
+ * inbound SMTP listener and the workers (domain checks, campaign release, dispatch, webhook calls), all sharing
  * one set of dependencies and one set of signals.
  */
 export async function startMailroom(
@@ -122,6 +125,7 @@ export async function startMailroom(
       const campaigns = new CampaignRenderer(database.db, config, tokens);
       parts.dispatcher = startDispatcher(deps, { transport: options.transport ?? createTransport(config), campaigns });
       parts.releaser = startReleaser(deps);
+      parts.webhookSender = startWebhookSender(deps);
     }
     let closing: Promise<void> | undefined;
     return {
@@ -148,20 +152,23 @@ async function run(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(config.logLevel);
+  const starting = startMailroom(config, { log });
+  // Listened for from the start: a stop asked for while the workers are still starting waits for
+  // them, then closes everything, instead of killing the process half-started.
+  const shutdown = (signal: string) => {
+    log.info('shutting down', { signal });
+    starting.then((service) => service.close()).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error('shutdown failed', { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
   try {
-    const service = await startMailroom(config, { log });
-    const shutdown = (signal: string) => {
-      log.info('shutting down', { signal });
-      service.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          log.error('shutdown failed', { error });
-          process.exit(1);
-        },
-      );
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
+    await starting;
   } catch (error) {
     log.error('failed to start', { error: error instanceof Error ? error.message : error });
     process.exit(1);

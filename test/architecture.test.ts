@@ -19,6 +19,7 @@ const LAYERS: string[][] = [
   ['campaigns'],
   ['sending'],
   ['domains'],
+  ['webhooks'],
   ['events'],
   ['deps'],
   ['data'],

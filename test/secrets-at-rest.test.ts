@@ -278,7 +278,7 @@ describe('secret rotate', () => {
 
     const refused = await runCli(rotate, cliEnv(store, SECRET));
     expect(refused.code).toBe(1);
-    expect(refused.failure).toEqual({ code: 'WRONG_SECRET', error: expect.stringMatching(/other-secret\.test .*No key was changed/) });
+    expect(refused.failure).toEqual({ code: 'WRONG_SECRET', error: expect.stringMatching(/other-secret\.test .*No key or secret was changed/) });
     expect(await withDatabase(store, storedKeys)).toEqual(before);
   });
 });

@@ -7,5 +7,6 @@ import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { suppressionRoutes } from './suppressions.js';
 import { templateRoutes } from './templates.js';
+import { webhookRoutes } from './webhooks.js';
 
-export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes, ...templateRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];

@@ -117,7 +117,7 @@ const commands = [
   command({
     name: 'secret rotate',
     usage: '--new-secret NEW_SECRET',
-    summary: 'Re-encrypt every DKIM private key from the current secret to NEW_SECRET, all or none (see "Rotating the secret").',
+    summary: 'Re-encrypt every DKIM private key and webhook signing secret from the current secret to NEW_SECRET, all or none (see "Rotating the secret").',
     flags: z.object({ 'new-secret': secretSchema }),
     run: (target, flags) => rotateSecret(target, flags['new-secret']),
   }),
@@ -134,15 +134,16 @@ async function rotateSecret(target: CommandTarget, newSecret: string) {
         'Stop it, run secret rotate, then start it with SECRET set to the new secret.',
     );
   }
-  let reencrypted: number;
+  let reencrypted: { keys: number; webhookSecrets: number };
   try {
     reencrypted = await reencryptKeys(target.db, new KeyVault(await target.secret()), new KeyVault(newSecret));
   } catch (error) {
     if (!(error instanceof KeyVaultError)) throw error;
-    throw new CliError('WRONG_SECRET', `${error.message}. No key was changed.`);
+    throw new CliError('WRONG_SECRET', `${error.message}. No key or secret was changed.`);
   }
   return {
-    reencrypted,
+    reencrypted: reencrypted.keys,
+    reencryptedWebhookSecrets: reencrypted.webhookSecrets,
     next: 'Start every Mailroom process with SECRET set to the new secret; with the old one, mail of these domains is not sent.',
     links: LINKS_WARNING,
   };

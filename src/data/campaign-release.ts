@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignRow } from './campaigns.js';
+import { emailEventCalls } from './webhook-outbox.js';
 
 // Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
 // cursor rounded down would release the contact at it a second time (or, rounded up, skip one).
@@ -64,7 +65,8 @@ export type ReleaseBatch = {
  * the suppression list (a probe of its primary key each) become QUEUED email rows, unique on
  * (campaign, contact) through emails_campaign_contact so nothing is ever inserted twice; and the
  * cursor moves past the batch. A short batch was the last: the campaign then waits for its mail to
- * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored.
+ * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored; the webhook
+ * calls it owes are written by the same statement.
  *
  * Email ids lead with their creation time in milliseconds (then 74 random bits, as a UUIDv7 has),
  * so the id-keyed indexes (the primary key, emails_id) grow at their right edge instead of taking
@@ -102,7 +104,11 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = ${c.team_id} AND s.email = lower(b.email))
       ) r
       ON CONFLICT (team_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
-      RETURNING 1
+      RETURNING team_id, id, from_address, to_addresses, subject, campaign_id, contact_id, domain_id, template_id, status, created_at
+    ), queued AS (
+      SELECT *, NULL::jsonb AS details, created_at AS at, row_number() OVER () AS ord FROM inserted
+    ), calls AS (
+      ${emailEventCalls('queued', 'status', sql`ARRAY[${c.team_id}]::integer[]`)}
     ), moved AS (
       UPDATE campaigns SET
         cursor_created_at = COALESCE((SELECT created_at FROM last), cursor_created_at),

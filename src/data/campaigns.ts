@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignStatus, CampaignsTable } from '../db/schema.js';
+import { emailEventCalls } from './webhook-outbox.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
 
@@ -126,8 +127,9 @@ export async function releaseHeldEmails(db: Db, teamId: number, campaignId: stri
 
 /**
  * Cancels every email of the campaign not yet handed to SMTP (held or due, unclaimed), each with a
- * CANCELLED event, in one statement. Claimed rows are left to their dispatcher, which finds the
- * campaign gone and cancels them itself. Walks the campaign's mail through emails_campaign_contact.
+ * CANCELLED event and the webhook calls it owes, in one statement. Claimed rows are left to their
+ * dispatcher, which finds the campaign gone and cancels them itself. Walks the campaign's mail
+ * through emails_campaign_contact.
  */
 export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: string, now: Date) {
   await sql`
@@ -135,10 +137,14 @@ export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: s
       UPDATE emails SET status = 'CANCELLED', send_at = NULL, updated_at = ${now}
       WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND claimed_by IS NULL
         AND status IN ('QUEUED', 'DELIVERY_DELAYED')
-      RETURNING team_id, id
+      RETURNING *
+    ), event AS (
+      SELECT *, '{"reason":"campaign deleted"}'::jsonb AS details, ${now}::timestamptz AS at, row_number() OVER () AS ord FROM cancelled
+    ), calls AS (
+      ${emailEventCalls('event', 'status', sql`ARRAY[${teamId}]::integer[]`)}
     )
     INSERT INTO email_events (team_id, email_id, status, data, created_at)
-    SELECT team_id, id, 'CANCELLED', '{"reason":"campaign deleted"}'::jsonb, ${now} FROM cancelled`.execute(db);
+    SELECT team_id, id, status, details, at FROM event`.execute(db);
 }
 
 /** How many of the campaign's emails a dispatcher holds right now (emails_campaign_pending). */

@@ -2,6 +2,7 @@ import { CompiledQuery, sql, type Selectable } from 'kysely';
 import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
+import { contactEventCalls } from './webhook-outbox.js';
 
 // Set-based statements here take their rows as arrays or one JSON document and never join them to
 // contacts: each row is one probe of an index, or at worst the book is read once. A join would
@@ -175,17 +176,20 @@ export async function listContacts(
   return { rows, total: total.total };
 }
 
-/** Deletes the contacts matching any of the ids or addresses; returns how many went. */
+/** Deletes the contacts matching any of the ids or addresses, with their webhook calls; returns how many went. */
 export async function deleteContacts(db: Db, teamId: number, bookId: string, keys: { ids: string[]; emails: string[] }) {
-  const result = await db
+  const deleted = db
     .deleteFrom('contacts')
     .where('team_id', '=', teamId)
     .where('contact_book_id', '=', bookId)
     .where((eb) =>
       eb.or([eb('id', '=', sql<string>`ANY(${keys.ids}::text[])`), eb(sql`lower(email)`, '=', anyEmailKey(keys.emails))]),
     )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+    .returningAll();
+  const { rows } = await sql<{ count: number }>`
+    WITH deleted AS (${deleted}), calls AS (${contactEventCalls('deleted', 'contact.deleted', sql`ARRAY[${teamId}]::integer[]`, new Date())})
+    SELECT count(*)::int AS count FROM deleted`.execute(db);
+  return rows[0]!.count;
 }
 
 /** Which unique index a failed write ran into, if that is why it failed. */
@@ -206,17 +210,18 @@ export async function markConfirmationSent(db: Db, teamId: number, bookId: strin
 }
 
 /**
- * Subscribes a contact that confirmed its double opt-in (contacts primary key). Answers what it
- * found: confirmed now, already subscribed or having left since (nothing changes), or missing.
+ * Subscribes a contact that confirmed its double opt-in (contacts primary key), with the webhook
+ * calls of the change. Answers what it found: confirmed now, already subscribed or having left
+ * since (nothing changes), or missing.
  */
 export async function confirmContact(db: Db, key: { teamId: number; bookId: string; contactId: string }, now: Date) {
   const { rows } = await sql<{ pending: boolean }>`
     WITH confirmed AS (
       UPDATE contacts SET subscribed = true, pending_confirmation = false, unsubscribe_reason = NULL, updated_at = ${now}
       WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND pending_confirmation
-      RETURNING true AS pending
-    )
-    SELECT pending FROM confirmed
+      RETURNING *
+    ), calls AS (${contactEventCalls('confirmed', 'contact.updated', sql`ARRAY[${key.teamId}]::integer[]`, now)})
+    SELECT true AS pending FROM confirmed
     UNION ALL
     SELECT false FROM contacts
     WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND NOT pending_confirmation`.execute(db);
@@ -224,13 +229,21 @@ export async function confirmContact(db: Db, key: { teamId: number; bookId: stri
 }
 
 /**
- * Unsubscribes a contact (contacts primary key). A bounce or complaint already recorded stays the
- * reason. Answers whether the contact exists.
+ * Unsubscribes a contact (contacts primary key), with the webhook calls of the change; one already
+ * unsubscribed is left as it is, and a bounce or complaint already recorded stays the reason.
+ * Answers whether the contact exists.
  */
 export async function unsubscribeContact(db: Db, key: { teamId: number; bookId: string; contactId: string }, now: Date): Promise<boolean> {
-  const result = await sql`
-    UPDATE contacts SET subscribed = false, pending_confirmation = false,
-      unsubscribe_reason = COALESCE(unsubscribe_reason, 'UNSUBSCRIBED'), updated_at = ${now}
-    WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId}`.execute(db);
-  return Number(result.numAffectedRows ?? 0) > 0;
+  const { rows } = await sql<{ found: boolean }>`
+    WITH changed AS (
+      UPDATE contacts SET subscribed = false, pending_confirmation = false,
+        unsubscribe_reason = COALESCE(unsubscribe_reason, 'UNSUBSCRIBED'), updated_at = ${now}
+      WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId}
+        AND (subscribed OR pending_confirmation OR unsubscribe_reason IS NULL)
+      RETURNING *
+    ), calls AS (${contactEventCalls('changed', 'contact.updated', sql`ARRAY[${key.teamId}]::integer[]`, now)})
+    SELECT EXISTS (
+      SELECT 1 FROM contacts WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId}
+    ) AS found`.execute(db);
+  return rows[0]!.found;
 }

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { COUNT_KINDS, type CountKind, type EmailStatus, type SuppressionReason } from '../db/schema.js';
+import { contactEventCalls, emailEventCalls } from './webhook-outbox.js';
 
 /**
  * Which status an email shows when several events have happened to it: an event moves the status
@@ -54,8 +55,8 @@ export type NewEvent = {
 /**
  * Appends the events (those whose dedupe key is new) in the given order, and moves each email's
  * status to the highest-ranked of its new events where that does not rank below its status now,
- * in one statement. Answers the events appended. Uses the email_events primary key and
- * email_events_dedupe, then the emails primary key.
+ * and writes the webhook calls the appended events owe, in one statement. Answers the events
+ * appended. Uses the email_events primary key and email_events_dedupe, then the emails primary key.
  */
 export async function appendEvents(tx: Db, events: NewEvent[], now: Date): Promise<NewEvent[]> {
   if (events.length === 0) return [];
@@ -76,6 +77,14 @@ export async function appendEvents(tx: Db, events: NewEvent[], now: Date): Promi
       UPDATE emails e SET status = l.status, updated_at = ${now}
       FROM latest l
       WHERE e.team_id = l.team_id AND e.id = l.email_id AND ${rank(sql.ref('l.status'))} >= ${rank(sql.ref('e.status'))}
+    ), appended AS (
+      -- A probe of the emails primary key per event (OFFSET 0 keeps the planner from making it a
+      -- join it might run as a scan of every email: PGlite's tables have no statistics).
+      SELECT e.*, i.status AS status_now, i.data AS details, ${now}::timestamptz AS at, i.seq AS ord
+      FROM inserted i
+      CROSS JOIN LATERAL (SELECT * FROM emails e WHERE e.team_id = i.team_id AND e.id = i.email_id OFFSET 0) e
+    ), calls AS (
+      ${emailEventCalls('appended', 'status_now', sql`${[...new Set(events.map((event) => event.teamId))]}::integer[]`)}
     )
     SELECT team_id, email_id, status, data, dedupe_key FROM inserted ORDER BY seq`.execute(tx);
   return appended.map((row) => ({ teamId: row.team_id, emailId: row.email_id, status: row.status, data: row.data, dedupeKey: row.dedupe_key }));
@@ -137,7 +146,8 @@ export async function addSuppressions(tx: Db, entries: { teamId: number; email: 
 
 /**
  * Takes campaign recipients out of their book's mailing for a bounce or complaint, keeping a
- * reason they already have. Rare, so a join per call: the campaigns and contacts primary keys.
+ * reason they already have, with the webhook calls of the change. Rare, so a join per call: the
+ * campaigns and contacts primary keys.
  */
 export async function unsubscribeRecipients(
   tx: Db,
@@ -147,8 +157,13 @@ export async function unsubscribeRecipients(
   if (recipients.length === 0) return;
   const json = JSON.stringify(recipients.map((r) => ({ team_id: r.teamId, campaign_id: r.campaignId, contact_id: r.contactId, reason: r.reason })));
   await sql`
-    UPDATE contacts c SET subscribed = false, unsubscribe_reason = COALESCE(c.unsubscribe_reason, r.reason), updated_at = ${now}
-    FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, campaign_id text, contact_id text, reason text)
-    JOIN campaigns cp ON cp.team_id = r.team_id AND cp.id = r.campaign_id
-    WHERE c.team_id = r.team_id AND c.contact_book_id = cp.contact_book_id AND c.id = r.contact_id`.execute(tx);
+    WITH changed AS (
+      UPDATE contacts c SET subscribed = false, unsubscribe_reason = COALESCE(c.unsubscribe_reason, r.reason), updated_at = ${now}
+      FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, campaign_id text, contact_id text, reason text)
+      JOIN campaigns cp ON cp.team_id = r.team_id AND cp.id = r.campaign_id
+      WHERE c.team_id = r.team_id AND c.contact_book_id = cp.contact_book_id AND c.id = r.contact_id
+        AND (c.subscribed OR c.unsubscribe_reason IS NULL)
+      RETURNING c.*
+    )
+    ${contactEventCalls('changed', 'contact.updated', sql`${[...new Set(recipients.map((r) => r.teamId))]}::integer[]`, now)}`.execute(tx);
 }

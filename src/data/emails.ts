@@ -2,6 +2,7 @@ import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
 import type { OutgoingEmail } from '../mail/mime.js';
+import { emailEventCalls, isoSql } from './webhook-outbox.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 export type EmailEventRow = Pick<Selectable<EmailEventsTable>, 'email_id' | 'status' | 'data' | 'created_at'>;
@@ -46,20 +47,21 @@ function emailValues(email: NewEmail): Insertable<EmailsTable> {
   };
 }
 
-/** The rows and their first events (SCHEDULED or QUEUED), in one statement. */
+/** The rows, their first events (SCHEDULED or QUEUED) and the webhook calls those owe, in one statement. */
 export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
-  await db
-    .with('inserted', (qb) => qb.insertInto('emails').values(emails.map(emailValues)).returning(['team_id', 'id', 'status', 'scheduled_at', 'created_at']))
-    .insertInto('email_events')
-    .columns(['team_id', 'email_id', 'status', 'data', 'created_at'])
-    .expression((eb) =>
-      eb.selectFrom('inserted').select([
-        'team_id', 'id', 'status',
-        sql<string>`CASE WHEN scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END`.as('data'),
-        'created_at',
-      ]),
+  const rows = db.insertInto('emails').values(emails.map(emailValues)).returningAll();
+  await sql`
+    WITH inserted AS (${rows}), first_events AS (
+      SELECT *, CASE WHEN scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', ${isoSql(sql.ref('scheduled_at'))}) END AS details,
+        created_at AS at, row_number() OVER () AS ord
+      FROM inserted
+    ), events AS (
+      INSERT INTO email_events (team_id, email_id, status, data, created_at)
+      SELECT team_id, id, status, details, created_at FROM first_events
+    ), calls AS (
+      ${emailEventCalls('first_events', 'status', sql`${[...new Set(emails.map((email) => email.teamId))]}::integer[]`)}
     )
-    .execute();
+    SELECT 1`.execute(db);
 }
 
 export async function findEmail(db: Db, teamId: number, id: string): Promise<EmailRow | undefined> {
@@ -108,7 +110,7 @@ export async function listEmails(db: Db, teamId: number, filters: EmailFilters, 
 
 /**
  * Moves a SCHEDULED email no dispatcher has claimed: cancels it (`sendAt` null) or reschedules it,
- * with its event, in one statement. Against a claim it loses cleanly: the claim's row lock makes
+ * with its event and webhook calls, in one statement. Against a claim it loses cleanly: the claim's row lock makes
  * it wait, then it sees `claimed_by` set and changes nothing. Undefined when it changed nothing.
  */
 export async function changeSchedule(
@@ -117,29 +119,24 @@ export async function changeSchedule(
   id: string,
   change: { status: 'CANCELLED' | 'SCHEDULED'; sendAt: Date | null; data: Record<string, unknown> | null; now: Date },
 ) {
-  return db
-    .with('changed', (qb) =>
-      qb
-        .updateTable('emails')
-        .set({ status: change.status, send_at: change.sendAt, updated_at: change.now, ...(change.sendAt ? { scheduled_at: change.sendAt } : {}) })
-        .where('team_id', '=', teamId)
-        .where('id', '=', id)
-        .where('status', '=', 'SCHEDULED')
-        .where('claimed_by', 'is', null)
-        .returning(['team_id', 'id']),
+  const changed = db
+    .updateTable('emails')
+    .set({ status: change.status, send_at: change.sendAt, updated_at: change.now, ...(change.sendAt ? { scheduled_at: change.sendAt } : {}) })
+    .where('team_id', '=', teamId)
+    .where('id', '=', id)
+    .where('status', '=', 'SCHEDULED')
+    .where('claimed_by', 'is', null)
+    .returningAll();
+  const { rows } = await sql<{ email_id: string }>`
+    WITH changed AS (${changed}), event AS (
+      SELECT *, ${JSON.stringify(change.data)}::jsonb AS details, ${change.now}::timestamptz AS at, 1 AS ord FROM changed
+    ), calls AS (
+      ${emailEventCalls('event', 'status', sql`ARRAY[${teamId}]::integer[]`)}
     )
-    .insertInto('email_events')
-    .columns(['team_id', 'email_id', 'status', 'data', 'created_at'])
-    .expression((eb) =>
-      eb.selectFrom('changed').select([
-        'team_id', 'id',
-        sql.lit(change.status).as('status'),
-        sql<string>`${JSON.stringify(change.data)}::jsonb`.as('data'),
-        sql<Date>`${change.now}::timestamptz`.as('created_at'),
-      ]),
-    )
-    .returning('email_id')
-    .executeTakeFirst();
+    INSERT INTO email_events (team_id, email_id, status, data, created_at)
+    SELECT team_id, id, status, details, at FROM event
+    RETURNING email_id`.execute(db);
+  return rows[0];
 }
 
 export const CLAIMED_COLUMNS = [

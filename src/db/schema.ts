@@ -217,6 +217,56 @@ export interface IdempotencyKeysTable {
   created_at: Timestamp;
 }
 
+/** Upstream's event names (and `campaign.status_changed`, ours), in the order the API lists them. */
+export const WEBHOOK_EVENT_TYPES = [
+  'email.queued', 'email.scheduled', 'email.sent', 'email.delivery_delayed', 'email.delivered', 'email.bounced',
+  'email.rejected', 'email.complained', 'email.failed', 'email.cancelled', 'email.suppressed', 'email.opened',
+  'email.clicked', 'contact.created', 'contact.updated', 'contact.deleted', 'domain.created', 'domain.verified',
+  'domain.updated', 'domain.deleted', 'campaign.status_changed', 'webhook.test',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export type WebhookStatus = 'ACTIVE' | 'PAUSED' | 'AUTO_DISABLED';
+export type WebhookCallStatus = 'PENDING' | 'DELIVERED' | 'FAILED' | 'DISCARDED';
+
+export interface WebhooksTable {
+  team_id: number;
+  id: string;
+  url: string;
+  description: string | null;
+  /** Empty: every event type. */
+  events: ColumnType<string[], string[] | undefined, string[]>;
+  /** Empty: email events of every domain. */
+  domain_ids: ColumnType<number[], number[] | undefined, number[]>;
+  status: Generated<WebhookStatus>;
+  /** Sealed by the key vault. */
+  secret: string;
+  failed_in_a_row: Generated<number>;
+  disabled_reason: Optional<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookCallsTable {
+  team_id: number;
+  webhook_id: string;
+  id: string;
+  seq: Generated<string>;
+  type: string;
+  subject_key: string | null;
+  data: Json<Record<string, unknown>>;
+  status: Generated<WebhookCallStatus>;
+  attempt: Generated<number>;
+  next_attempt_at: Date;
+  response_status: Optional<number>;
+  response_time_ms: Optional<number>;
+  last_error: Optional<string>;
+  claimed_by: Optional<string>;
+  lease_until: Optional<Date>;
+  created_at: Date;
+  updated_at: Date;
+}
+
 export interface Database {
   teams: TeamsTable;
   domains: DomainsTable;
@@ -231,4 +281,6 @@ export interface Database {
   email_counts: EmailCountsTable;
   daily_email_counts: DailyEmailCountsTable;
   templates: TemplatesTable;
+  webhooks: WebhooksTable;
+  webhook_calls: WebhookCallsTable;
 }

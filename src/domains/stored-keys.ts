@@ -1,4 +1,5 @@
 import { lockSigningKeys, storeSigningKey } from '../data/domains.js';
+import { lockWebhookSecrets, storeWebhookSecret } from '../data/webhook-secrets.js';
 import type { Db } from '../db/connection.js';
 import { PLAINTEXT_PREFIX, type KeyVault } from './key-vault.js';
 
@@ -10,15 +11,27 @@ import { PLAINTEXT_PREFIX, type KeyVault } from './key-vault.js';
 export const encryptPlaintextKeys = (db: Db, vault: KeyVault) => reseal(db, vault, vault, PLAINTEXT_PREFIX);
 
 /**
- * Re-encrypts every domain's key from one secret's vault to another's (SECRET rotation), all or
- * none: a key `from` cannot decrypt throws and leaves every key as it was. Answers how many.
+ * Re-encrypts every domain's key and every webhook's signing secret from one secret's vault to
+ * another's (SECRET rotation), all or none: one `from` cannot decrypt throws and leaves everything
+ * as it was. Answers how many of each.
  */
-export const reencryptKeys = (db: Db, from: KeyVault, to: KeyVault) => reseal(db, from, to);
+export async function reencryptKeys(db: Db, from: KeyVault, to: KeyVault): Promise<{ keys: number; webhookSecrets: number }> {
+  return db.transaction().execute(async (tx) => {
+    const keys = await resealKeys(tx, from, to);
+    const secrets = await lockWebhookSecrets(tx);
+    for (const row of secrets) {
+      await storeWebhookSecret(tx, { teamId: row.team_id, id: row.id }, to.sealText(from.openText(row.secret, `The signing secret of webhook ${row.id}`)));
+    }
+    return { keys, webhookSecrets: secrets.length };
+  });
+}
 
 function reseal(db: Db, from: KeyVault, to: KeyVault, prefix?: string): Promise<number> {
-  return db.transaction().execute(async (tx) => {
-    const keys = await lockSigningKeys(tx, prefix);
-    for (const key of keys) await storeSigningKey(tx, key.id, to.seal(from.open(key.dkim_private_key, key.name)));
-    return keys.length;
-  });
+  return db.transaction().execute((tx) => resealKeys(tx, from, to, prefix));
+}
+
+async function resealKeys(tx: Db, from: KeyVault, to: KeyVault, prefix?: string): Promise<number> {
+  const keys = await lockSigningKeys(tx, prefix);
+  for (const key of keys) await storeSigningKey(tx, key.id, to.seal(from.open(key.dkim_private_key, key.name)));
+  return keys.length;
 }

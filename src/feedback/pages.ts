@@ -1,10 +1,11 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Deps } from '../deps.js';
 import { escapeHtml } from '../mail/html.js';
 import { isWebUrl, PAGE_PATHS } from '../mail/links.js';
 import { confirmSubscription, unsubscribe } from '../services/subscriptions.js';
-import { recordClick, recordOpen } from './tracking.js';
+import { recordClick, recordOpen, type Reader } from './tracking.js';
 
 /** A plain page: these are read by people, not API clients, and must never leak more than this. */
 function page(c: Context, status: ContentfulStatusCode, title: string, body: string) {
@@ -44,6 +45,9 @@ export function recipientPages(deps: Deps) {
     });
   }
 
+  // The socket's address: a forwarding header would be the reader's word, and anyone can write one.
+  const readerOf = (c: Context): Reader => ({ userAgent: c.req.header('user-agent') ?? null, ip: getConnInfo(c).remote.address ?? null });
+
   /** Tracking must never stand between a reader and the page or image: a fault is logged, not shown. */
   const track = async (c: Context, work: Promise<boolean>) =>
     work.catch((error: unknown) => {
@@ -53,14 +57,14 @@ export function recipientPages(deps: Deps) {
 
   pages.get(`${PAGE_PATHS.open}/:token`, async (c) => {
     const token = deps.tokens.verify(c.req.param('token'), 'open');
-    if (!token || !(await track(c, recordOpen(deps, token.emailId, c.req.header('user-agent') ?? null)))) return unknownLink(c);
+    if (!token || !(await track(c, recordOpen(deps, token.emailId, readerOf(c))))) return unknownLink(c);
     return c.body(PIXEL, 200, { 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, private', 'Referrer-Policy': 'no-referrer' });
   });
 
   // Only ever to the URL the token signs: the link as it was in the mail, never an open redirect.
   pages.get(`${PAGE_PATHS.click}/:token`, async (c) => {
     const token = deps.tokens.verify(c.req.param('token'), 'click');
-    if (!token || !isWebUrl(token.url) || !(await track(c, recordClick(deps, token.emailId, token.url, c.req.header('user-agent') ?? null)))) {
+    if (!token || !isWebUrl(token.url) || !(await track(c, recordClick(deps, token.emailId, token.url, readerOf(c))))) {
       return unknownLink(c);
     }
     return c.redirect(token.url, 302);

@@ -11,10 +11,13 @@ async function recordTracking(deps: GuardDeps, emailId: string, event: Pick<Even
   return true;
 }
 
+/** Who loaded the pixel or followed the link: their user agent, and the address the request came from. */
+export type Reader = { userAgent: string | null; ip: string | null };
+
 /** The first open of an email (the pixel loaded). */
-export const recordOpen = (deps: GuardDeps, emailId: string, userAgent: string | null) =>
-  recordTracking(deps, emailId, { status: 'OPENED', data: { userAgent }, dedupeKey: 'open' });
+export const recordOpen = (deps: GuardDeps, emailId: string, reader: Reader) =>
+  recordTracking(deps, emailId, { status: 'OPENED', data: { ...reader }, dedupeKey: 'open' });
 
 /** The first click on each link of an email. */
-export const recordClick = (deps: GuardDeps, emailId: string, url: string, userAgent: string | null) =>
-  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, userAgent }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });
+export const recordClick = (deps: GuardDeps, emailId: string, url: string, reader: Reader) =>
+  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, ...reader }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });

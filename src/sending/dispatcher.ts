@@ -75,6 +75,8 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
       ),
     );
     totals.written += await recordOutcomes(deps, token, outcomes.filter((outcome) => outcome !== null), () => stopped);
+    // The outcomes' events wrote webhook calls.
+    deps.signals.emit('webhookCallsDue');
     log.debug('batch dispatched', { claimed: batch.length });
   };
 

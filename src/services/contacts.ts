@@ -1,6 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
+import { enqueueContactEvents } from '../data/webhook-outbox.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
 import { normalizeEmail } from '../mail/address.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -159,7 +160,10 @@ function confirmationDue(book: Book, current: ContactStateRow, now: number) {
 /** Applies the changes; a contact added again (`readded`) may be due its confirmation again. */
 async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: Book) {
   const next = changedFields(fieldsOf(current), input);
-  if (next) await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
+  if (next) {
+    await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
+    await enqueueContactEvents(tx, caller.teamId, current.contact_book_id, [current.id], 'contact.updated', new Date());
+  }
   if (readded && confirmationDue(readded, current, Date.now())) {
     await queueConfirmations(tx, caller, readded, [{ id: current.id, email: next?.email ?? current.email }]);
   }
@@ -168,6 +172,7 @@ async function update(tx: Db, caller: Caller, current: ContactRow, input: Contac
 
 async function create(tx: Db, caller: Caller, book: Book, id: string, email: string, input: ContactInput) {
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
+  await enqueueContactEvents(tx, caller.teamId, book.id, [id], 'contact.created', new Date());
   if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [{ id, email }]);
   return { contactId: id };
 }
@@ -314,6 +319,8 @@ export async function bulkUpsertContacts({ db }: ContactDeps, caller: Caller, { 
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
       await contacts.updateContacts(tx, teamId, bookId, updates);
+      await enqueueContactEvents(tx, teamId, bookId, inserts.map((row) => row.id), 'contact.created', new Date());
+      await enqueueContactEvents(tx, teamId, bookId, updates.map((row) => row.id), 'contact.updated', new Date());
       if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
       created += inserts.length;
     }

@@ -12,6 +12,8 @@ type SignalArgs = {
   domainChanged: [domainId: number];
   /** A domain's DNS records should be checked now (verification requested). */
   domainCheckDue: [domainId: number];
+  /** Webhook calls became due now (an event was recorded, a call retried or a test sent). */
+  webhookCallsDue: [];
 };
 export type SignalName = keyof SignalArgs;
 
@@ -21,6 +23,7 @@ export class Signals {
     campaignsDue: new Set(),
     domainChanged: new Set(),
     domainCheckDue: new Set(),
+    webhookCallsDue: new Set(),
   };
 
   emit<S extends SignalName>(signal: S, ...args: SignalArgs[S]): void {

@@ -3,7 +3,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import { Packet, TCPServer, UDPServer } from 'dns2';
 
-export type ZoneRecord = { type: 'TXT'; value: string } | { type: 'MX'; exchange: string; priority: number };
+export type ZoneRecord =
+  | { type: 'TXT'; value: string }
+  | { type: 'MX'; exchange: string; priority: number }
+  | { type: 'A'; address: string }
+  | { type: 'AAAA'; address: string };
 
 /** The parts of a Domain resource that say which records to create. */
 export type DomainRecords = {
@@ -92,6 +96,10 @@ export async function startDnsServer(): Promise<TestDnsServer> {
           response.answers.push({ ...base, type: Packet.TYPE.TXT, data: characterStrings(record.value) } as never);
         } else if (record.type === 'MX' && question!.type === Packet.TYPE.MX) {
           response.answers.push({ ...base, type: Packet.TYPE.MX, exchange: record.exchange, priority: record.priority } as never);
+        } else if (record.type === 'A' && question!.type === Packet.TYPE.A) {
+          response.answers.push({ ...base, type: Packet.TYPE.A, address: record.address } as never);
+        } else if (record.type === 'AAAA' && question!.type === Packet.TYPE.AAAA) {
+          response.answers.push({ ...base, type: Packet.TYPE.AAAA, address: record.address } as never);
         }
       }
     }

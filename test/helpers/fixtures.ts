@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { apiRoutes } from '../../src/api/index.js';
 import type { RouteDef } from '../../src/http/route.js';
-import { newId } from '../../src/ids.js';
+import { insertCall } from '../../src/data/webhook-calls.js';
+import { newId, newSortableId } from '../../src/ids.js';
 import { verifiedDomain } from './domains.js';
 import type { CallOptions, CallResult, TestServer } from './server.js';
 
@@ -28,6 +29,19 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
   // Its own book, so scheduling it never keeps the team's contactBookId from being deleted.
   campaignId: async (team) =>
     (await team.expectOk('POST', '/v1/campaigns', await sampleCampaign(team, (await team.expectOk('POST', '/v1/contactBooks', { name: `Campaigns ${team.tag}` })).id))).id,
+  // Paused as soon as it is made, and hearing only tests until then: it gets no calls, and the
+  // sender (which calls only ACTIVE webhooks) leaves its call log as the tests see it.
+  webhookId: async (team) => {
+    const webhook = await team.expectOk('POST', '/v1/webhooks', { ...sampleWebhook(team.tag), description: `Webhook ${team.tag}` });
+    await team.expectOk('PATCH', `/v1/webhooks/${webhook.id}`, { status: 'PAUSED' });
+    return webhook.id;
+  },
+  // A test call as POST …/test makes one; written here since a paused webhook takes no test.
+  callId: async (team, server) => {
+    const webhookId = await team.id('webhookId');
+    const data = { webhookId, message: `Sample call ${team.tag}` };
+    return (await insertCall(server.deps.db, { teamId: team.teamId, webhookId, id: newSortableId(), type: 'webhook.test', subjectKey: null, data }, new Date())).id;
+  },
 };
 
 // Kept SCHEDULED for the whole run, so the team's data stays as the tests left it.
@@ -36,6 +50,9 @@ const sampleEmail = async (team: { id: Ids }) =>
   ({ from: `Sample <hello@${await team.id('senderDomain')}>`, to: 'reader@example.com', subject: 'Sample', html: '<p>Hi</p>' });
 
 const sampleTemplate = (tag: string) => ({ name: `Template ${tag}`, subject: 'Hello {{firstName,fallback=there}}', html: '<p>Hi {{firstName}}</p>' });
+
+// Port 1 of loopback (allowed by the test servers' WEBHOOK_ALLOWED_HOSTS) refuses every connection.
+const sampleWebhook = (tag: string) => ({ url: `http://127.0.0.1:1/webhooks/${tag}`, events: ['webhook.test'], description: 'Sample webhook' });
 
 const sampleCampaign = async (team: { id: Ids }, contactBookId: string) => ({
   name: 'Sample campaign', from: `hello@${await team.id('senderDomain')}`, subject: 'Hello {{firstName}}', contactBookId,
@@ -64,6 +81,8 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
   'PATCH /templates/{templateId}': () => ({ name: 'Renamed template' }),
   'POST /campaigns': async (ids) => sampleCampaign({ id: ids }, await ids('contactBookId')),
   'POST /campaigns/{campaignId}/schedule': () => ({ scheduledAt: FAR_FUTURE }),
+  'POST /webhooks': () => sampleWebhook('sample'),
+  'PATCH /webhooks/{webhookId}': () => ({ description: 'Renamed webhook' }),
 };
 
 /** Ids nothing ever gets, in each shape a path parameter takes (integer, opaque string). */

@@ -5,11 +5,11 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 
 /**
- * Real `npm start` and `npm run cli` processes for the operator-facing tests. Every child runs in
- * its own process group (tsx starts node as a child of its own), so killAll() leaves nothing behind.
+ * Real `npm start` and `npm run cli` processes for the operator-facing tests, started as the
+ * scripts start them (node with tsx's loader: one process, which gets its signals itself). Every
+ * child runs in its own process group, so killAll() leaves nothing behind.
  */
 
-const TSX = path.resolve('node_modules/.bin/tsx');
 const START_TIMEOUT_MS = 20_000;
 const CLI_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -37,7 +37,7 @@ export function childEnv(settings: { DATA_DIR: string; DATABASE_URL?: string | n
 type Spawned = { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<Exit> };
 
 function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(TSX, [script, ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let stdout = '';
   let stderr = '';
@@ -65,7 +65,7 @@ export function cleanUpAfterEach(): Array<() => Promise<unknown>> {
   return cleanups;
 }
 
-/** SIGKILLs every child still running, with the node process tsx started under it. */
+/** SIGKILLs every child still running, with anything it started. */
 export function killAll() {
   for (const child of running) killGroup(child);
 }

@@ -36,7 +36,7 @@ export async function startTestServer(
   // Its own data directory: the capture transport writes the outbox there.
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
   const config: Config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', AUTH_FAILURES_PER_MINUTE: '1000000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', ...env,
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', AUTH_FAILURES_PER_MINUTE: '1000000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1,::1', ...env,
   });
   if (options.inbound) config.inboundSmtpPort = 0;
   const server = await startMailroom(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });

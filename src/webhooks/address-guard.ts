@@ -1,0 +1,358 @@
+import { promises as dns } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import type { LookupFunction } from 'node:net';
+import { domainToASCII } from 'node:url';
+import type { Config } from '../config.js';
+
+/**
+ * The SSRF guard of outgoing webhooks: a team names a URL, and Mailroom's own process calls it. A
+ * URL that leads to loopback, the private network or a cloud metadata address would let a team
+ * reach what only the server can, so every address a host resolves to is classified and refused
+ * unless it is public or the operator allowed it (WEBHOOK_ALLOWED_HOSTS).
+ */
+export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'cgnat' | 'multicast' | 'unspecified' | 'reserved';
+
+/** All addresses of a host name, IPv4 and IPv6. */
+export type Lookup = (host: string) => Promise<string[]>;
+
+export type Guard = { allow: AllowList; lookup: Lookup };
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+/** The code of the error a guarded lookup fails with when an address is refused. */
+export const ADDRESS_REFUSED = 'EADDRNOTALLOWED';
+
+/** A host the guard will not let a webhook call; the message is the reason, fit to show a user. */
+export class WebhookAddressError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+    this.name = 'WebhookAddressError';
+  }
+}
+
+// Addresses are compared as 128-bit numbers, IPv4 as its IPv4-mapped IPv6 form (::ffff:a.b.c.d):
+// a socket to either reaches the same host, so an allow-list entry for one covers the other.
+const MAPPED = 0xffff_0000_0000n;
+type Parsed = { family: 4 | 6; bits: bigint };
+
+const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+const withoutZone = (ip: string) => ip.replace(/%.*$/, '');
+
+function ipv4Number(text: string): number {
+  return text.split('.').reduce((value, octet) => value * 256 + Number(octet), 0);
+}
+
+const ipv4Text = (value: number) => [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
+
+function ipv6Bits(text: string): bigint {
+  let body = text;
+  const lastColon = body.lastIndexOf(':');
+  const tail = body.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const v4 = ipv4Number(tail);
+    body = `${body.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
+  }
+  const groups = (part: string | undefined) => (part ? part.split(':').map((group) => parseInt(group, 16)) : []);
+  const [left, right] = body.split('::');
+  const head = groups(left);
+  const rest = groups(right);
+  const all = [...head, ...new Array<number>(8 - head.length - rest.length).fill(0), ...rest];
+  return all.reduce((value, group) => (value << 16n) | BigInt(group), 0n);
+}
+
+/** The address as a number, or null when it is not an IP address; brackets and a zone id are ignored. */
+function parse(ip: string): Parsed | null {
+  const bare = withoutZone(unbracket(ip.trim()));
+  const family = isIP(bare);
+  if (family === 4) return { family, bits: MAPPED | BigInt(ipv4Number(bare)) };
+  if (family === 6) return { family, bits: ipv6Bits(bare) };
+  return null;
+}
+
+type Range = { base: bigint; length: number };
+
+const within = (bits: bigint, range: Range) => bits >> BigInt(128 - range.length) === range.base >> BigInt(128 - range.length);
+
+const v4Range = (cidr: string): Range => {
+  const [address, length] = cidr.split('/');
+  return { base: MAPPED | BigInt(ipv4Number(address!)), length: 96 + Number(length) };
+};
+const v6Range = (cidr: string): Range => {
+  const [address, length] = cidr.split('/');
+  return { base: ipv6Bits(address!), length: Number(length) };
+};
+
+// IANA's special-purpose registries (RFC 6890 and successors). Ranges that exist only on paper
+// (documentation, benchmarking, protocol assignments) are 'reserved': no receiver lives there, and
+// some networks route them internally.
+const IPV4_CLASSES: [Range, AddressClass][] = (
+  [
+    ['0.0.0.0/8', 'unspecified'],
+    ['10.0.0.0/8', 'private'],
+    ['100.64.0.0/10', 'cgnat'],
+    ['127.0.0.0/8', 'loopback'],
+    ['169.254.0.0/16', 'link-local'],
+    ['172.16.0.0/12', 'private'],
+    ['192.0.0.0/24', 'reserved'],
+    ['192.0.2.0/24', 'reserved'],
+    ['192.88.99.0/24', 'reserved'],
+    ['192.168.0.0/16', 'private'],
+    ['198.18.0.0/15', 'reserved'],
+    ['198.51.100.0/24', 'reserved'],
+    ['203.0.113.0/24', 'reserved'],
+    ['224.0.0.0/4', 'multicast'],
+    // Includes the broadcast address 255.255.255.255.
+    ['240.0.0.0/4', 'reserved'],
+  ] as const
+).map(([cidr, kind]) => [v4Range(cidr), kind]);
+
+/** IPv6 forms that carry an IPv4 address: a connection to one may end up at the embedded address. */
+const EMBEDDING: { range: Range; form: string; ipv4: (bits: bigint) => number }[] = [
+  { range: v6Range('::ffff:0:0/96'), form: 'an IPv4-mapped', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
+  { range: v6Range('::ffff:0:0:0/96'), form: 'an IPv4-translated', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
+  { range: v6Range('64:ff9b::/96'), form: 'a NAT64', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
+  { range: v6Range('2002::/16'), form: 'a 6to4', ipv4: (bits) => Number((bits >> 80n) & 0xffff_ffffn) },
+  // Checked after :: and ::1, which lie inside it but are IPv6's own.
+  { range: v6Range('::/96'), form: 'an IPv4-compatible', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
+];
+
+const IPV6_CLASSES: [Range, AddressClass][] = (
+  [
+    ['::/128', 'unspecified'],
+    ['::1/128', 'loopback'],
+    ['ff00::/8', 'multicast'],
+    ['fe80::/10', 'link-local'],
+    // Site-local: deprecated, but still the inside of some networks.
+    ['fec0::/10', 'private'],
+    ['fc00::/7', 'private'],
+    ['100::/64', 'reserved'],
+    ['64:ff9b:1::/48', 'reserved'],
+    ['2001::/23', 'reserved'],
+    ['2001:db8::/32', 'reserved'],
+    ['3fff::/20', 'reserved'],
+    ['5f00::/16', 'reserved'],
+  ] as const
+).map(([cidr, kind]) => [v6Range(cidr), kind]);
+
+const GLOBAL_UNICAST = v6Range('2000::/3');
+
+type Reading = { kind: AddressClass; embedded?: { form: string; ipv4: string } };
+
+function classifyIPv4(value: number): AddressClass {
+  const bits = MAPPED | BigInt(value);
+  return IPV4_CLASSES.find(([range]) => within(bits, range))?.[1] ?? 'public';
+}
+
+function read(address: Parsed): Reading {
+  if (address.family === 4) return { kind: classifyIPv4(Number(address.bits & 0xffff_ffffn)) };
+  const own = IPV6_CLASSES.slice(0, 2).find(([range]) => within(address.bits, range));
+  if (own) return { kind: own[1] };
+  const embedding = EMBEDDING.find(({ range }) => within(address.bits, range));
+  if (embedding) {
+    const ipv4 = embedding.ipv4(address.bits);
+    return { kind: classifyIPv4(ipv4), embedded: { form: embedding.form, ipv4: ipv4Text(ipv4) } };
+  }
+  const special = IPV6_CLASSES.find(([range]) => within(address.bits, range));
+  if (special) return { kind: special[1] };
+  // Outside 2000::/3 nothing is allocated for hosts on the internet.
+  return { kind: within(address.bits, GLOBAL_UNICAST) ? 'public' : 'reserved' };
+}
+
+/** The class of an IPv4 or IPv6 address; throws when `ip` is not one. */
+export function classifyAddress(ip: string): AddressClass {
+  const parsed = parse(ip);
+  if (!parsed) throw new TypeError(`not an IP address: ${JSON.stringify(ip)}`);
+  return read(parsed).kind;
+}
+
+const CLASS_NAMES: Record<AddressClass, string> = {
+  public: 'a public address',
+  loopback: 'a loopback address',
+  private: 'a private address',
+  'link-local': 'a link-local address',
+  cgnat: 'a carrier-grade NAT (CGNAT) address',
+  multicast: 'a multicast address',
+  unspecified: 'an unspecified address',
+  reserved: 'a reserved address',
+};
+
+/** What is wrong with calling `ip`, as "<what it is>", or null when it may be called. */
+function addressRefusal(ip: string, allow: AllowList): { address: string; what: string } | null {
+  const parsed = parse(ip);
+  if (!parsed) return { address: JSON.stringify(ip), what: 'not an IP address' };
+  const reading = read(parsed);
+  if (reading.kind === 'public' || allow.allowsAddress(ip)) return null;
+  const what = reading.embedded
+    ? `${reading.embedded.form} form of ${reading.embedded.ipv4}, ${CLASS_NAMES[reading.kind]}`
+    : CLASS_NAMES[reading.kind];
+  return { address: unbracket(ip), what };
+}
+
+// As config.ts reads operator-given host names: labels may be one (`localhost`) and start with `_`.
+const HOST_LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
+
+function normalHost(host: string): string | null {
+  const ascii = domainToASCII(host.trim().replace(/\.$/, ''));
+  return ascii && ascii.length <= 253 && ascii.split('.').every((label) => HOST_LABEL.test(label)) ? ascii : null;
+}
+
+/** Why `entry` cannot stand in WEBHOOK_ALLOWED_HOSTS, or null when it can. */
+export function validateAllowEntry(entry: string): string | null {
+  const trimmed = entry.trim();
+  if (!trimmed) return 'is empty';
+  const [address, length, ...rest] = trimmed.split('/');
+  if (rest.length > 0) return 'must be a host name, an IP address or a CIDR range';
+  const parsed = parse(address!);
+  if (length !== undefined) {
+    if (!parsed) return 'must have an IP address before the /';
+    const max = parsed.family === 4 ? 32 : 128;
+    if (!/^\d{1,3}$/.test(length) || Number(length) > max) return `must have a prefix length of 0 to ${max}`;
+    return null;
+  }
+  return parsed || normalHost(trimmed) ? null : 'must be a host name, an IP address or a CIDR range';
+}
+
+/** The destinations the operator exempts from the guard (WEBHOOK_ALLOWED_HOSTS). */
+export class AllowList {
+  readonly #hosts = new Set<string>();
+  readonly #ranges: Range[] = [];
+
+  constructor(entries: readonly string[]) {
+    for (const entry of entries) {
+      const reason = validateAllowEntry(entry);
+      if (reason) throw new Error(`the webhook allow-list entry ${JSON.stringify(entry)} ${reason}`);
+      const [address, length] = entry.trim().split('/');
+      const parsed = parse(address!);
+      if (parsed) {
+        const bits = length === undefined ? 128 : Number(length) + (parsed.family === 4 ? 96 : 0);
+        this.#ranges.push({ base: parsed.bits, length: bits });
+      } else {
+        this.#hosts.add(normalHost(entry)!);
+      }
+    }
+  }
+
+  /** A host name listed as such (any case), or an IP literal inside a listed address or range. */
+  allowsHost(host: string): boolean {
+    if (parse(host)) return this.allowsAddress(host);
+    const name = normalHost(host);
+    return name !== null && this.#hosts.has(name);
+  }
+
+  allowsAddress(ip: string): boolean {
+    const parsed = parse(ip);
+    return parsed !== null && this.#ranges.some((range) => within(parsed.bits, range));
+  }
+}
+
+/**
+ * The addresses a webhook to `hostname` may connect to: every address the host has, once each was
+ * found public or allowed. Throws a WebhookAddressError whose message says why not.
+ */
+export async function checkedAddresses(hostname: string, guard: Guard): Promise<string[]> {
+  const host = unbracket(hostname);
+  if (parse(host)) {
+    const refusal = addressRefusal(host, guard.allow);
+    if (refusal) throw new WebhookAddressError(`${refusal.address} is ${refusal.what}`, ADDRESS_REFUSED);
+    return [withoutZone(host)];
+  }
+  let addresses: string[];
+  try {
+    addresses = await guard.lookup(host);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new WebhookAddressError(`the host ${host} could not be resolved (${code ?? (error as Error).message})`, code ?? 'ENOTFOUND');
+  }
+  if (addresses.length === 0) throw new WebhookAddressError(`no address found for the host ${host}`, 'ENOTFOUND');
+  // An allowed name may resolve anywhere, but still only to addresses a socket can take.
+  const allowedHost = guard.allow.allowsHost(host);
+  for (const address of addresses) {
+    const refusal = allowedHost && parse(address) ? null : addressRefusal(address, guard.allow);
+    if (refusal) throw new WebhookAddressError(`${host} resolves to ${refusal.address}, ${refusal.what}`, ADDRESS_REFUSED);
+  }
+  return addresses.map(withoutZone);
+}
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+
+/** Whether a team may point a webhook at `raw`, and if not, why (a short sentence for a 400). */
+export async function checkWebhookUrl(raw: string, guard: Guard): Promise<UrlCheck> {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) return { ok: false, reason: `the URL must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'the URL is not valid' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: 'the URL must use http or https' };
+  if (url.username || url.password) return { ok: false, reason: 'the URL must not carry a user name or password' };
+  if (guard.allow.allowsHost(url.hostname)) return { ok: true, url };
+  try {
+    await checkedAddresses(url.hostname, guard);
+    return { ok: true, url };
+  } catch (error) {
+    if (error instanceof WebhookAddressError) return { ok: false, reason: error.message };
+    throw error;
+  }
+}
+
+const wantedFamily = (family: unknown): 4 | 6 | 0 => {
+  if (family === 4 || family === 'IPv4') return 4;
+  if (family === 6 || family === 'IPv6') return 6;
+  return 0;
+};
+
+/**
+ * A `lookup` for node's http(s) Agents and net.connect. The address a socket connects to is one
+ * this lookup checked a moment before, so a host that re-points its DNS at loopback between the
+ * check and the connection (DNS rebinding) gains nothing. Node does not call it for IP literals:
+ * the caller checks those itself.
+ */
+export function guardedLookup(guard: Guard): LookupFunction {
+  return (hostname, options, callback) => {
+    checkedAddresses(hostname, guard).then(
+      (addresses) => {
+        const family = wantedFamily(options.family);
+        const usable: LookupAddress[] = addresses
+          .map((address) => ({ address, family: isIP(address) }))
+          .filter((entry) => family === 0 || entry.family === family);
+        const first = usable[0];
+        if (!first) {
+          callback(new WebhookAddressError(`no IPv${family} address found for the host ${hostname}`, 'ENOTFOUND'), options.all ? [] : '');
+        } else if (options.all) {
+          callback(null, usable);
+        } else {
+          callback(null, first.address, first.family);
+        }
+      },
+      (error: Error) => callback(error, options.all ? [] : ''),
+    );
+  };
+}
+
+const isNoAnswer = (error: unknown) => ['ENODATA', 'ENOTFOUND'].includes((error as NodeJS.ErrnoException).code ?? '');
+
+/**
+ * How the server finds a webhook host's addresses: the system resolver (which reads /etc/hosts),
+ * or the DNS servers the operator named (DNS_SERVERS), asked for A and AAAA at once.
+ */
+export function systemLookup(config: Pick<Config, 'dnsServers' | 'dnsTimeoutMs'>): Lookup {
+  if (config.dnsServers.length === 0) {
+    return async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+  }
+  const resolver = new dns.Resolver({ timeout: config.dnsTimeoutMs, tries: 2 });
+  resolver.setServers(config.dnsServers);
+  return async (host) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const addresses = [v4, v6].flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
+    if (addresses.length > 0) return addresses;
+    // With no answer at all, a failure that is not "no such records" (a timeout, SERVFAIL) says more.
+    const failure = [v4, v6].find((result) => result.status === 'rejected' && !isNoAnswer(result.reason));
+    if (failure?.status === 'rejected') throw failure.reason;
+    throw Object.assign(new Error(`no A or AAAA record for ${host}`), { code: 'ENOTFOUND', hostname: host });
+  };
+}

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
+import type { Deps } from '../deps.js';
+import { AllowList, systemLookup } from './address-guard.js';
+import { callBody } from './payload.js';
+import { WebhookPoster, type PostResult } from './post.js';
+import { signedHeaders } from './signing.js';
+
+export type WebhookSenderDeps = Pick<Deps, 'db' | 'config' | 'log' | 'keyVault' | 'signals'>;
+export type WebhookSender = { stop(): Promise<void> };
+
+/** Calls of one webhook in flight at once in a process: a slow receiver holds this many slots, no more. */
+const PER_WEBHOOK = 16;
+/** Attempts are recorded in batches of up to this many, at most this long after they ended. */
+const RECORD_BATCH = 200;
+const RECORD_DELAY_MS = 10;
+/** Each retry waits this many times longer than the one before. */
+const BACKOFF_FACTOR = 5;
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+
+/**
+ * How long to wait before the attempt after `attempts` failed ones: WEBHOOK_RETRY_BASE_MS, then
+ * five times longer each time, ±20% so that receivers coming back are not hit by every sender in
+ * the same second. With the defaults, 8 attempts span about a day.
+ */
+export function retryDelayMs(attempts: number, baseMs: number, random: number = Math.random()): number {
+  return Math.round(baseMs * BACKOFF_FACTOR ** (attempts - 1) * (0.8 + 0.4 * random));
+}
+
+/** What an attempt's result makes of its call. */
+export function attemptOutcome(
+  call: Pick<ClaimedCall, 'team_id' | 'webhook_id' | 'id'>,
+  attempt: number,
+  result: PostResult,
+  now: Date,
+  limits: { maxAttempts: number; retryBaseMs: number },
+): AttemptRecord {
+  const base = { teamId: call.team_id, webhookId: call.webhook_id, id: call.id, responseStatus: result.status, responseTimeMs: result.timeMs };
+  if (result.ok) return { ...base, outcome: 'DELIVERED', error: null, nextAttemptAt: null };
+  if (result.gone) return { ...base, outcome: 'GONE', error: result.error, nextAttemptAt: null };
+  if (attempt >= limits.maxAttempts) return { ...base, outcome: 'FAILED', error: result.error, nextAttemptAt: null };
+  const delay = result.retryAfterMs !== null ? Math.min(result.retryAfterMs, MAX_RETRY_AFTER_MS) : retryDelayMs(attempt, limits.retryBaseMs);
+  return { ...base, outcome: 'RETRY', error: result.error, nextAttemptAt: new Date(now.getTime() + delay) };
+}
+
+/**
+ * Delivers webhook calls: claims due calls under a lease (see claimDueCalls), posts each signed
+ * afresh over kept-alive connections, WEBHOOK_CONCURRENCY at once and at most PER_WEBHOOK per
+ * webhook, and records the attempts in batches. A crash leaves claimed calls whose lease runs
+ * out and which are claimed again: delivery is at least once, each attempt of a call carrying the
+ * same webhook-id so a receiver can drop a repeat.
+ */
+export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: WebhookPoster } = {}): WebhookSender {
+  const { db, config, log } = deps;
+  const poster = options.poster ?? new WebhookPoster({
+    allow: new AllowList(config.webhookAllowedHosts),
+    lookup: systemLookup(config),
+    timeoutMs: config.webhookTimeoutMs,
+    // PER_WEBHOOK bounds each webhook; webhooks sharing a host share its connections.
+    maxSocketsPerHost: config.webhookConcurrency,
+  });
+  const token = randomUUID();
+  // Past the slowest attempt and the wait to record it, so a lease only runs out when its sender
+  // died (or its database stalled that long: the call is then sent again, which at-least-once allows).
+  const leaseMs = config.webhookTimeoutMs + 15_000;
+  const secrets = new Map<string, string>();
+  const inFlight = new Map<string, number>();
+  const attempts = new Set<Promise<void>>();
+  const totals = { delivered: 0, retried: 0, failed: 0 };
+  let slotsUsed = 0;
+  let stopped = false;
+  let claiming: Promise<void> | null = null;
+  let wakeAgain = false;
+  let timer: NodeJS.Timeout | undefined;
+  let toRecord: { record: AttemptRecord; key: string }[] = [];
+  let recordTimer: NodeJS.Timeout | undefined;
+  let recording: Promise<void> = Promise.resolve();
+
+  const secretOf = (call: ClaimedCall) => {
+    let secret = secrets.get(call.secret);
+    if (secret === undefined) {
+      if (secrets.size > 10_000) secrets.clear();
+      secret = deps.keyVault.openText(call.secret, `The signing secret of webhook ${call.webhook_id}`);
+      secrets.set(call.secret, secret);
+    }
+    return secret;
+  };
+
+  const post = async (call: ClaimedCall): Promise<AttemptRecord> => {
+    const attempt = call.attempt + 1;
+    const limits = { maxAttempts: config.webhookMaxAttempts, retryBaseMs: config.webhookRetryBaseMs };
+    try {
+      const body = JSON.stringify(callBody(call, attempt));
+      const headers = signedHeaders({ secret: secretOf(call), callId: call.id, type: call.type, body, retry: attempt > 1, now: new Date() });
+      return attemptOutcome(call, attempt, await poster.post(call.url, headers, body), new Date(), limits);
+    } catch (error) {
+      log.error('a webhook call could not be made', { webhookId: call.webhook_id, callId: call.id, error: (error as Error).message });
+      const failed: PostResult = { ok: false, status: null, timeMs: 0, error: (error as Error).message, retryAfterMs: null, gone: false };
+      return attemptOutcome(call, attempt, failed, new Date(), limits);
+    }
+  };
+
+  const flush = () => {
+    clearTimeout(recordTimer);
+    recordTimer = undefined;
+    const batch = toRecord;
+    toRecord = [];
+    if (batch.length === 0) return recording;
+    recording = recording.then(async () => {
+      try {
+        await recordAttempts(db, token, batch.map((item) => item.record), new Date(), config.webhookAutoDisableAfter);
+        for (const { record } of batch) {
+          if (record.outcome === 'DELIVERED') totals.delivered++;
+          else if (record.outcome === 'RETRY') totals.retried++;
+          else totals.failed++;
+        }
+      } catch (error) {
+        log.error('recording webhook attempts failed; their calls are tried again when the lease runs out', { error, calls: batch.length });
+      } finally {
+        for (const { key } of batch) release(key);
+        pump();
+      }
+    });
+    return recording;
+  };
+
+  const release = (key: string) => {
+    slotsUsed--;
+    const left = (inFlight.get(key) ?? 1) - 1;
+    if (left === 0) inFlight.delete(key);
+    else inFlight.set(key, left);
+  };
+
+  const start = (call: ClaimedCall) => {
+    const key = `${call.team_id}:${call.webhook_id}`;
+    slotsUsed++;
+    inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    const work = post(call).then((record) => {
+      toRecord.push({ record, key });
+      if (toRecord.length >= RECORD_BATCH) void flush();
+      else recordTimer ??= setTimeout(() => void flush(), RECORD_DELAY_MS);
+    });
+    attempts.add(work);
+    void work.then(() => attempts.delete(work));
+  };
+
+  const claimOnce = async (): Promise<boolean> => {
+    const free = config.webhookConcurrency - slotsUsed;
+    if (free <= 0) return false;
+    const now = new Date();
+    const calls = await claimDueCalls(db, {
+      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook: PER_WEBHOOK, inFlight,
+    });
+    for (const call of calls) start(call);
+    return calls.length === free;
+  };
+
+  /** Claims while there are free slots and due calls, then waits for a wake-up, a recorded batch or the poll. */
+  function pump(): void {
+    if (stopped) return;
+    if (claiming) {
+      wakeAgain = true;
+      return;
+    }
+    clearTimeout(timer);
+    claiming = (async () => {
+      try {
+        let more = true;
+        while (!stopped && (more || wakeAgain)) {
+          wakeAgain = false;
+          more = await claimOnce();
+        }
+      } catch (error) {
+        log.error('claiming due webhook calls failed', { error });
+      } finally {
+        claiming = null;
+        if (!stopped) timer = setTimeout(pump, config.webhookPollMs);
+      }
+    })();
+  }
+
+  const unsubscribe = [deps.signals.on('webhookCallsDue', pump)];
+  pump();
+
+  return {
+    async stop() {
+      stopped = true;
+      for (const off of unsubscribe) off();
+      clearTimeout(timer);
+      await claiming;
+      while (attempts.size > 0) await Promise.all(attempts);
+      await flush();
+      poster.close();
+      log.info('webhook sender stopped', totals);
+    },
+  };
+}
