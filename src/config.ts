@@ -107,7 +107,7 @@ const envSchema = z.object({
     .transform(list)
     .refine((entries) => entries.every(isAllowEntry), 'must be a comma-separated list of host names, IP addresses or CIDR ranges')
     .default([]),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(64),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(128),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
 });
 
@@ -173,7 +173,7 @@ export type Config = {
   webhookAutoDisableAfter: number;
   /** Destinations the address guard lets through although they are not public: hosts, IPs, CIDRs. */
   webhookAllowedHosts: string[];
-  /** Calls in flight at once per process (each webhook takes at most a few of them). */
+  /** Calls in flight at once per process; one webhook takes at most half of them. */
   webhookConcurrency: number;
   webhookPollMs: number;
 };

@@ -1,4 +1,5 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import { sortableIdSql } from './webhook-outbox.js';
 import type { Db } from '../db/connection.js';
 import type { WebhookCallsTable, WebhookCallStatus } from '../db/schema.js';
 
@@ -11,21 +12,20 @@ export type CallRow = Selectable<WebhookCallsTable>;
 export type NewCall = {
   teamId: number;
   webhookId: string;
-  id: string;
   type: string;
   /** Orders one subject's calls to the webhook; null: no order kept. */
   subjectKey: string | null;
   data: Record<string, unknown>;
 };
 
-/** A call due now, PENDING and unclaimed. */
+/** A call due now, PENDING and unclaimed, with an id like every call's (see sortableIdSql). */
 export async function insertCall(db: Db, call: NewCall, now: Date): Promise<CallRow> {
   return db
     .insertInto('webhook_calls')
     .values({
       team_id: call.teamId,
       webhook_id: call.webhookId,
-      id: call.id,
+      id: sortableIdSql,
       type: call.type,
       subject_key: call.subjectKey,
       data: JSON.stringify(call.data),
@@ -49,8 +49,8 @@ export async function findCall(db: Db, teamId: number, webhookId: string, id: st
 }
 
 /**
- * The webhook's calls, newest first (calls made in the same instant in the order they were made),
- * optionally of one status; uses webhook_calls_log.
+ * The webhook's calls, newest first (by the millisecond their ids begin with), optionally of one
+ * status; reads the primary key backwards.
  */
 export async function listCalls(
   db: Db,
@@ -61,7 +61,7 @@ export async function listCalls(
   let query = db.selectFrom('webhook_calls').where('team_id', '=', teamId).where('webhook_id', '=', webhookId);
   if (page.status !== undefined) query = query.where('status', '=', page.status);
   const [rows, total] = await Promise.all([
-    query.selectAll().orderBy('seq', 'desc').offset(page.offset).limit(page.limit).execute(),
+    query.selectAll().orderBy('id', 'desc').offset(page.offset).limit(page.limit).execute(),
     query.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow(),
   ]);
   return { rows, count: Number(total.count) };
@@ -75,7 +75,8 @@ export async function listCalls(
 export async function retryCall(db: Db, teamId: number, webhookId: string, id: string, now: Date): Promise<CallRow | undefined> {
   return db
     .updateTable('webhook_calls')
-    .set({ status: 'PENDING', next_attempt_at: now, claimed_by: null, lease_until: null, updated_at: now })
+    // At the back of the queue, where senders look for new calls (see claimDueCalls).
+    .set({ status: 'PENDING', next_attempt_at: now, claimed_by: null, lease_until: null, updated_at: now, seq: sql<string>`nextval(pg_get_serial_sequence('webhook_calls', 'seq'))` })
     .where('team_id', '=', teamId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)

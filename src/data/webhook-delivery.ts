@@ -15,51 +15,87 @@ export type ClaimedCall = {
   secret: string;
 };
 
+/** How far into each webhook's queue a claim looks for calls it may send. */
+const QUEUE_WINDOW = 256;
+
+type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string; subject_key: string | null; due: boolean };
+
 /**
- * Claims up to `limit` due calls for `leaseUntil`, in one statement. Each active webhook (in a
- * random order, so none is always served last) gives its pending calls whose time has come, that
- * no live lease holds and that no earlier pending call of the same subject precedes (so one
- * email's events go out in order), at most `perWebhook` counting those this process has in
- * flight (`inFlight`, keyed `team_id:webhook_id`): one slow receiver never takes every slot, and a
- * paused one's backlog is never even read. SKIP LOCKED lets senders of several processes claim
- * side by side. Uses webhook_calls_due per webhook, and webhook_calls_pending_subject per call.
+ * Claims up to `limit` due calls for `leaseUntil`. Each active webhook (in a random order, so none
+ * is always served last) offers the front of its queue: a call is taken when it is due, no live
+ * lease holds it and no earlier call of its subject is still pending (so one email's events go
+ * out in order; an earlier call of the subject always sits ahead of it in the queue, so looking
+ * at the front alone is exact), at most `perWebhook` per webhook counting those this process has
+ * in flight (`inFlight`, keyed `team_id:webhook_id`): one slow receiver never takes every slot,
+ * and a paused one's backlog is never read. Two statements, each an index range per webhook
+ * (webhook_calls_queue) or a primary-key probe per call, whatever the planner knows of the
+ * table; the second takes only calls still free, so senders of several processes never share one.
+ *
+ * `fronts` holds where each webhook's queue began when last read (keyed like `inFlight`), and is
+ * moved on: the read starts there, past the index entries of calls already finished that a queue
+ * table piles up at its front until they are vacuumed away. Calls only ever join a queue at its
+ * back, so nothing pending is ever behind the front.
  */
 export async function claimDueCalls(
   db: Db,
-  claim: { now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number> },
+  claim: { now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number>; fronts: Map<string, string> },
 ): Promise<ClaimedCall[]> {
-  const busy = [...claim.inFlight].map(([key, count]) => ({ key, count }));
-  const { rows } = await sql<ClaimedCall>`
-    WITH busy AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(busy)}::jsonb) AS b(key text, count integer)
-    ), picked AS (
-      SELECT c.team_id, c.webhook_id, c.id FROM (
-        SELECT w.team_id, w.id, GREATEST(${claim.perWebhook} - COALESCE(b.count, 0), 0) AS room
-        FROM webhooks w LEFT JOIN busy b ON b.key = w.team_id || ':' || w.id
-        WHERE w.status = 'ACTIVE'
-        ORDER BY random()
-      ) w
-      CROSS JOIN LATERAL (
-        SELECT c.team_id, c.webhook_id, c.id FROM webhook_calls c
-        WHERE c.team_id = w.team_id AND c.webhook_id = w.id AND c.status = 'PENDING' AND c.next_attempt_at <= ${claim.now}
-          AND (c.lease_until IS NULL OR c.lease_until < ${claim.now})
-          AND (c.subject_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM webhook_calls p
-            WHERE p.team_id = c.team_id AND p.webhook_id = c.webhook_id AND p.subject_key = c.subject_key
-              AND p.status = 'PENDING' AND p.seq < c.seq
-          ))
-        ORDER BY c.next_attempt_at, c.seq
-        LIMIT w.room
-        FOR UPDATE OF c SKIP LOCKED
-      ) c
-      LIMIT ${claim.limit}
-    )
+  const fronts = [...claim.fronts].map(([key, seq]) => ({ key, seq }));
+  const { rows: queued } = await sql<QueuedCall>`
+    SELECT q.team_id, q.webhook_id, q.id, q.seq::text AS seq, q.subject_key,
+      q.next_attempt_at <= ${claim.now} AND (q.lease_until IS NULL OR q.lease_until < ${claim.now}) AS due
+    FROM (
+      SELECT w.team_id, w.id, COALESCE(f.seq, 0) AS front
+      FROM webhooks w LEFT JOIN jsonb_to_recordset(${JSON.stringify(fronts)}::jsonb) AS f(key text, seq bigint)
+        ON f.key = w.team_id || ':' || w.id
+      WHERE w.status = 'ACTIVE'
+      ORDER BY random()
+    ) w
+    CROSS JOIN LATERAL (
+      SELECT c.team_id, c.webhook_id, c.id, c.seq, c.subject_key, c.next_attempt_at, c.lease_until FROM webhook_calls c
+      WHERE c.team_id = w.team_id AND c.webhook_id = w.id AND c.status = 'PENDING' AND c.seq >= w.front
+      ORDER BY c.seq
+      LIMIT ${QUEUE_WINDOW}
+    ) q`.execute(db);
+  const picked: { team_id: number; webhook_id: string; id: string }[] = [];
+  let webhook = '';
+  let room = 0;
+  let ahead = new Set<string>();
+  for (const call of queued) {
+    const key = `${call.team_id}:${call.webhook_id}`;
+    if (key !== webhook) {
+      webhook = key;
+      claim.fronts.set(key, call.seq);
+      room = claim.perWebhook - (claim.inFlight.get(key) ?? 0);
+      ahead = new Set();
+    }
+    const blocked = call.subject_key !== null && ahead.has(call.subject_key);
+    if (call.subject_key !== null) ahead.add(call.subject_key);
+    if (blocked || !call.due || room <= 0 || picked.length === claim.limit) continue;
+    picked.push({ team_id: call.team_id, webhook_id: call.webhook_id, id: call.id });
+    room--;
+  }
+  if (picked.length === 0) return [];
+  // Found by their primary key alone. Written as a CASE, the check that a call is still free
+  // cannot make the planner pick webhook_calls_queue (whose predicate it would match) and read
+  // every pending call of the webhook: the embedded database's tables have no statistics.
+  const { rows: claimed } = await sql<Omit<ClaimedCall, 'url' | 'secret'>>`
     UPDATE webhook_calls c SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
-    FROM picked l, webhooks w
-    WHERE c.team_id = l.team_id AND c.webhook_id = l.webhook_id AND c.id = l.id
-      AND w.team_id = c.team_id AND w.id = c.webhook_id
-    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at, w.url, w.secret`.execute(db);
-  return rows;
+    FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
+    WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id
+      AND CASE WHEN c.status = 'PENDING' THEN c.lease_until IS NULL OR c.lease_until < ${claim.now} ELSE false END
+    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at`.execute(db);
+  if (claimed.length === 0) return [];
+  const keys = [...new Map(claimed.map((call) => [`${call.team_id}:${call.webhook_id}`, { team_id: call.team_id, id: call.webhook_id }])).values()];
+  const { rows: targets } = await sql<{ team_id: number; id: string; url: string; secret: string }>`
+    SELECT w.team_id, w.id, w.url, w.secret FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(team_id integer, id text)
+    JOIN webhooks w ON w.team_id = k.team_id AND w.id = k.id`.execute(db);
+  const byKey = new Map(targets.map((target) => [`${target.team_id}:${target.id}`, target]));
+  // A webhook deleted in between took its calls with it: there is nothing left to send them to.
+  return claimed.flatMap((call) => {
+    const target = byKey.get(`${call.team_id}:${call.webhook_id}`);
+    return target ? [{ ...call, url: target.url, secret: target.secret }] : [];
+  });
 }
 
 /** What one attempt came to, and what the call becomes. */
@@ -104,14 +140,7 @@ export async function recordAttempts(db: Db, token: string, attempts: AttemptRec
           claimed_by = NULL, lease_until = NULL, updated_at = ${now}
         FROM r
         WHERE c.team_id = r.team_id AND c.webhook_id = r.webhook_id AND c.id = r.id AND c.claimed_by = ${token}
-        RETURNING c.team_id, c.webhook_id, c.subject_key, c.seq, c.next_attempt_at, r.outcome
-      ), held_back AS (
-        -- The later calls of a subject waiting for a retry wait at least as long (see insertCalls).
-        UPDATE webhook_calls p SET next_attempt_at = u.next_attempt_at
-        FROM updated u
-        WHERE u.outcome = 'RETRY' AND u.subject_key IS NOT NULL
-          AND p.team_id = u.team_id AND p.webhook_id = u.webhook_id AND p.subject_key = u.subject_key
-          AND p.status = 'PENDING' AND p.seq > u.seq AND p.next_attempt_at < u.next_attempt_at
+        RETURNING c.team_id, c.webhook_id, r.outcome
       ), per_webhook AS (
         SELECT team_id, webhook_id,
           bool_or(outcome = 'DELIVERED') AS delivered,
@@ -141,5 +170,41 @@ export async function recordAttempts(db: Db, token: string, attempts: AttemptRec
           AND NOT EXISTS (SELECT 1 FROM r WHERE r.team_id = c.team_id AND r.webhook_id = c.webhook_id AND r.id = c.id)
       )
       SELECT count(*)::int AS recorded FROM updated`.execute(db);
+  await moveToBack(db, attempts.filter((a) => a.outcome === 'RETRY'));
   return rows[0]!.recorded;
+}
+
+/**
+ * Puts calls waiting for a retry at the back of their webhook's queue, each with its subject's
+ * later pending calls in their order, so the front stays free for calls that can go now. Rows
+ * are reached by index probes per subject (webhook_calls_pending_subject) or per call.
+ */
+async function moveToBack(db: Db, retried: Pick<AttemptRecord, 'teamId' | 'webhookId' | 'id'>[]): Promise<void> {
+  if (retried.length === 0) return;
+  const json = JSON.stringify(retried.map((r) => ({ team_id: r.teamId, webhook_id: r.webhookId, id: r.id })));
+  await sql`
+    WITH r AS (
+      SELECT DISTINCT ON (c.team_id, c.webhook_id, COALESCE(c.subject_key, c.id)) c.team_id, c.webhook_id, c.id, c.subject_key
+      FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, webhook_id text, id text)
+      CROSS JOIN LATERAL (
+        SELECT * FROM webhook_calls c
+        WHERE c.team_id = r.team_id AND c.webhook_id = r.webhook_id AND c.id = r.id AND CASE WHEN c.status = 'PENDING' THEN true ELSE false END
+        OFFSET 0
+      ) c
+    ), moving AS (
+      SELECT m.team_id, m.webhook_id, m.id, m.seq FROM r CROSS JOIN LATERAL (
+        SELECT c.team_id, c.webhook_id, c.id, c.seq FROM webhook_calls c
+        WHERE c.team_id = r.team_id AND c.webhook_id = r.webhook_id AND c.subject_key = r.subject_key AND c.status = 'PENDING'
+        OFFSET 0
+      ) m
+      WHERE r.subject_key IS NOT NULL
+      UNION ALL
+      SELECT r.team_id, r.webhook_id, r.id, 0 FROM r WHERE r.subject_key IS NULL
+    ), renumbered AS (
+      SELECT team_id, webhook_id, id, nextval(pg_get_serial_sequence('webhook_calls', 'seq')) AS seq
+      FROM (SELECT * FROM moving ORDER BY seq OFFSET 0) m
+    )
+    UPDATE webhook_calls c SET seq = n.seq
+    FROM renumbered n
+    WHERE c.team_id = n.team_id AND c.webhook_id = n.webhook_id AND c.id = n.id`.execute(db);
 }

@@ -18,21 +18,14 @@ export const sortableIdSql = sql<string>`overlay(replace(gen_random_uuid()::text
 export const isoSql = (value: RawBuilder<unknown>) => sql<string>`to_char(${value} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * The calls for the source's rows, one per row and subscribed webhook, in `ord` order (which
- * gives them their `seq`, the order one subject's calls go out in). A call whose subject has an
- * earlier call still pending to the webhook (one waiting for a retry) is due no sooner than that
- * one, so the sender never has to look past it. `teamIds` names the teams the source can hold,
- * so a team without active webhooks skips the source entirely.
+ * The calls for the source's rows, one per row and subscribed webhook, in `ord` order: each joins
+ * the back of its webhook's queue (`seq`), the order one subject's calls go out in. `teamIds`
+ * names the teams the source can hold, so a team without active webhooks skips the source.
  */
 export function insertCalls(source: RawBuilder<unknown>, teamIds: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
     INSERT INTO webhook_calls (team_id, webhook_id, id, type, subject_key, data, next_attempt_at, created_at, updated_at)
-    SELECT s.team_id, w.id, ${sortableIdSql}, s.type, s.subject_key, s.data,
-      GREATEST(s.at, (
-        SELECT max(p.next_attempt_at) FROM webhook_calls p
-        WHERE p.team_id = s.team_id AND p.webhook_id = w.id AND p.subject_key = s.subject_key AND p.status = 'PENDING'
-      )),
-      s.at, s.at
+    SELECT s.team_id, w.id, ${sortableIdSql}, s.type, s.subject_key, s.data, s.at, s.at, s.at
     FROM (${source}) s
     JOIN webhooks w ON w.team_id = s.team_id AND w.status = 'ACTIVE'
       AND (cardinality(w.events) = 0 OR s.type = ANY(w.events))

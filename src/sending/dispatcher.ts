@@ -90,9 +90,11 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const work = processBatch(token, leaseUntil, batch).catch((error: unknown) =>
       log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length }),
     );
+    if (inFlight.size === 0) deps.signals.emit('dispatching', true);
     inFlight.add(work);
     void work.then(() => {
       inFlight.delete(work);
+      if (inFlight.size === 0) deps.signals.emit('dispatching', false);
       pump();
     });
     return batch.length === config.dispatchBatchSize;

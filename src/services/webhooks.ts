@@ -191,7 +191,7 @@ export async function testWebhook(deps: WebhookDeps, caller: Caller, { webhookId
   }
   const call = await calls.insertCall(
     deps.db,
-    { teamId: caller.teamId, webhookId, id: newSortableId(), type: 'webhook.test', subjectKey: null, data: { webhookId, message: TEST_CALL_MESSAGE } },
+    { teamId: caller.teamId, webhookId, type: 'webhook.test', subjectKey: null, data: { webhookId, message: TEST_CALL_MESSAGE } },
     new Date(),
   );
   deps.signals.emit('webhookCallsDue');

@@ -6,14 +6,25 @@ import { callBody } from './payload.js';
 import { WebhookPoster, type PostResult } from './post.js';
 import { signedHeaders } from './signing.js';
 
-export type WebhookSenderDeps = Pick<Deps, 'db' | 'config' | 'log' | 'keyVault' | 'signals'>;
+export type WebhookSenderDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'log' | 'keyVault' | 'signals'>;
 export type WebhookSender = { stop(): Promise<void> };
 
-/** Calls of one webhook in flight at once in a process: a slow receiver holds this many slots, no more. */
-const PER_WEBHOOK = 16;
 /** Attempts are recorded in batches of up to this many, at most this long after they ended. */
 const RECORD_BATCH = 200;
-const RECORD_DELAY_MS = 10;
+const RECORD_DELAY_MS = 20;
+/**
+ * Claims come at most this often (unless the last one filled every free slot): each reads the
+ * front of every webhook's queue, and on the embedded database every statement waits its turn
+ * with the dispatcher's, so sending is never starved by the calls that report it.
+ */
+const CLAIM_SPACING_MS = 25;
+/**
+ * The embedded database runs one statement at a time, on this process's one thread: while the
+ * dispatcher sends, calls are claimed this seldom, so the mail goes out first and its calls
+ * catch up when the run is over.
+ */
+const EMBEDDED_BUSY_SPACING_MS = 1000;
+const FRONTS_MAX_AGE_MS = 60_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
@@ -45,7 +56,7 @@ export function attemptOutcome(
 
 /**
  * Delivers webhook calls: claims due calls under a lease (see claimDueCalls), posts each signed
- * afresh over kept-alive connections, WEBHOOK_CONCURRENCY at once and at most PER_WEBHOOK per
+ * afresh over kept-alive connections, WEBHOOK_CONCURRENCY at once and at most half of that per
  * webhook, and records the attempts in batches. A crash leaves claimed calls whose lease runs
  * out and which are claimed again: delivery is at least once, each attempt of a call carrying the
  * same webhook-id so a receiver can drop a repeat.
@@ -56,21 +67,29 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     allow: new AllowList(config.webhookAllowedHosts),
     lookup: systemLookup(config),
     timeoutMs: config.webhookTimeoutMs,
-    // PER_WEBHOOK bounds each webhook; webhooks sharing a host share its connections.
+    // perWebhook bounds each webhook; webhooks sharing a host share its connections.
     maxSocketsPerHost: config.webhookConcurrency,
   });
   const token = randomUUID();
   // Past the slowest attempt and the wait to record it, so a lease only runs out when its sender
   // died (or its database stalled that long: the call is then sent again, which at-least-once allows).
   const leaseMs = config.webhookTimeoutMs + 15_000;
+  // A slow receiver holds half the slots at most; the rest go to the other webhooks.
+  const perWebhook = Math.max(1, Math.floor(config.webhookConcurrency / 2));
   const secrets = new Map<string, string>();
   const inFlight = new Map<string, number>();
+  // Where each webhook's queue began at the last claim (see claimDueCalls); forgotten now and then,
+  // so a call put back ahead of it by hand (or by an older version) is found within a minute.
+  const fronts = new Map<string, string>();
+  const forgetFronts = setInterval(() => fronts.clear(), FRONTS_MAX_AGE_MS);
   const attempts = new Set<Promise<void>>();
   const totals = { delivered: 0, retried: 0, failed: 0 };
   let slotsUsed = 0;
   let stopped = false;
   let claiming: Promise<void> | null = null;
   let wakeAgain = false;
+  let lastClaimAt = 0;
+  let sending = false;
   let timer: NodeJS.Timeout | undefined;
   let toRecord: { record: AttemptRecord; key: string }[] = [];
   let recordTimer: NodeJS.Timeout | undefined;
@@ -149,7 +168,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     if (free <= 0) return false;
     const now = new Date();
     const calls = await claimDueCalls(db, {
-      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook: PER_WEBHOOK, inFlight,
+      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts,
     });
     for (const call of calls) start(call);
     return calls.length === free;
@@ -163,23 +182,38 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       return;
     }
     clearTimeout(timer);
+    const spacing = sending && deps.dbKind === 'pglite' ? EMBEDDED_BUSY_SPACING_MS : CLAIM_SPACING_MS;
+    const wait = lastClaimAt + spacing - Date.now();
+    if (wait > 0) {
+      timer = setTimeout(pump, wait);
+      return;
+    }
     claiming = (async () => {
       try {
         let more = true;
-        while (!stopped && (more || wakeAgain)) {
+        while (!stopped && more) {
           wakeAgain = false;
+          lastClaimAt = Date.now();
           more = await claimOnce();
         }
       } catch (error) {
         log.error('claiming due webhook calls failed', { error });
       } finally {
         claiming = null;
-        if (!stopped) timer = setTimeout(pump, config.webhookPollMs);
+        if (!stopped) {
+          if (wakeAgain) pump();
+          else timer = setTimeout(pump, config.webhookPollMs);
+        }
       }
     })();
   }
 
-  const unsubscribe = [deps.signals.on('webhookCallsDue', pump)];
+  const unsubscribe = [
+    deps.signals.on('webhookCallsDue', pump),
+    deps.signals.on('dispatching', (busy) => {
+      sending = busy;
+    }),
+  ];
   pump();
 
   return {
@@ -187,6 +221,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       stopped = true;
       for (const off of unsubscribe) off();
       clearTimeout(timer);
+      clearInterval(forgetFronts);
       await claiming;
       while (attempts.size > 0) await Promise.all(attempts);
       await flush();

@@ -14,6 +14,8 @@ type SignalArgs = {
   domainCheckDue: [domainId: number];
   /** Webhook calls became due now (an event was recorded, a call retried or a test sent). */
   webhookCallsDue: [];
+  /** This process's dispatcher started (true) or finished (false) sending a run of batches. */
+  dispatching: [busy: boolean];
 };
 export type SignalName = keyof SignalArgs;
 
@@ -24,6 +26,7 @@ export class Signals {
     domainChanged: new Set(),
     domainCheckDue: new Set(),
     webhookCallsDue: new Set(),
+    dispatching: new Set(),
   };
 
   emit<S extends SignalName>(signal: S, ...args: SignalArgs[S]): void {

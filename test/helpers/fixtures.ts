@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { apiRoutes } from '../../src/api/index.js';
 import type { RouteDef } from '../../src/http/route.js';
 import { insertCall } from '../../src/data/webhook-calls.js';
-import { newId, newSortableId } from '../../src/ids.js';
+import { newId } from '../../src/ids.js';
 import { verifiedDomain } from './domains.js';
 import type { CallOptions, CallResult, TestServer } from './server.js';
 
@@ -40,7 +40,7 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
   callId: async (team, server) => {
     const webhookId = await team.id('webhookId');
     const data = { webhookId, message: `Sample call ${team.tag}` };
-    return (await insertCall(server.deps.db, { teamId: team.teamId, webhookId, id: newSortableId(), type: 'webhook.test', subjectKey: null, data }, new Date())).id;
+    return (await insertCall(server.deps.db, { teamId: team.teamId, webhookId, type: 'webhook.test', subjectKey: null, data }, new Date())).id;
   },
 };
 

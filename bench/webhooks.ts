@@ -1,0 +1,259 @@
+/**
+ * Webhooks against sending: a campaign to a book of N contacts delivered twice, once with no
+ * webhook (off) and once with one webhook subscribed to every email event (on), its calls made
+ * by the webhook sender in the same process as the dispatcher, to a loopback receiver in a
+ * process of its own that answers 200 at once.
+ *
+ *   npx tsx bench/webhooks.ts [postgres://…/db] [contacts]   (no URL: embedded PGlite)
+ *
+ * The bar (the issue's): delivery with the webhook on at ≥ 0.9 × the rate with it off, and every
+ * call arriving. Each phase releases its campaign with the releaser, then a dispatcher drains
+ * the queue (the delivery rate compared); in the on phase the sender runs from before the release
+ * until the receiver has every call and the database has each one DELIVERED. A call that never
+ * arrives fails the benchmark.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { startReleaser } from '../src/campaigns/releaser.js';
+import { WEBHOOK_EVENT_TYPES } from '../src/db/schema.js';
+import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
+import { SENDER, startBenchHarness, type BenchHarness } from './harness.js';
+
+export type WebhooksBenchResult = {
+  database: 'postgres' | 'pglite';
+  contacts: number;
+  off: { releasePerSecond: number; messagesPerSecond: number; seconds: number };
+  on: { releasePerSecond: number; messagesPerSecond: number; seconds: number };
+  /** on.messagesPerSecond / off.messagesPerSecond: the bar is ≥ 0.9. */
+  ratio: number;
+  calls: {
+    /** Calls the on phase wrote for the webhook (email.queued, email.sent, email.delivered of each email). */
+    total: number;
+    delivered: number;
+    /** Distinct webhook-id values the receiver saw. */
+    received: number;
+    requests: number;
+    /** Requests beyond the first for a call id (at least once: a repeat is allowed, a loss is not). */
+    duplicates: number;
+    /** From the start of campaign B's release until the receiver saw the last new call id. */
+    secondsToLastCall: number;
+    callsPerSecond: number;
+    /** Calls the receiver still lacked when the dispatcher had delivered every email. */
+    behindAtDeliveryEnd: number;
+  };
+  /** Of the on phase: server, releaser, dispatcher and webhook sender (on PGlite, the database too). */
+  peakRssMb: number;
+  /** Why the benchmark failed (calls lost), with the figures it had measured. */
+  failure?: string;
+};
+
+/** A failed benchmark, with what it measured before it failed. */
+export class WebhooksBenchFailure extends Error {
+  constructor(message: string, readonly partial: WebhooksBenchResult) {
+    super(message);
+  }
+}
+
+const IMPORT_CHUNK = 10_000;
+/** How long the calls may take to arrive after the last email went out before the benchmark gives up. */
+const CALLS_DEADLINE_MS = 5 * 60_000;
+const TSX = path.resolve('node_modules/.bin/tsx');
+const EMAIL_EVENTS = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('email.'));
+
+/** Whether `promise` settles within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Stops the sender. One that does not stop within 10 s has a statement stuck in the database
+ * (a benchmark that failed): on PostgreSQL its statements are cancelled, so the benchmark can end
+ * and drop its database. Answers whether it stopped.
+ */
+async function stopSender(sender: WebhookSender, bench: BenchHarness): Promise<boolean> {
+  const stopped = sender.stop();
+  if (await within(stopped, 10_000)) return true;
+  if (bench.server.deps.dbKind === 'postgres') {
+    await sql`SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`.execute(bench.server.deps.db);
+  }
+  return within(stopped, 30_000);
+}
+
+type ReceiverCounts = { requests: number; distinct: number; lastNewAtMs: number };
+
+async function startReceiver() {
+  const child = spawn(TSX, ['bench/webhooks/receiver.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiters: Array<(line: string) => void> = [];
+  let buffer = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffer += chunk;
+    for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, i);
+      buffer = buffer.slice(i + 1);
+      const waiter = waiters.shift();
+      if (waiter) waiter(line);
+      else lines.push(line);
+    }
+  });
+  const next = () => new Promise<string>((resolve) => (lines.length > 0 ? resolve(lines.shift()!) : waiters.push(resolve)));
+  const port = Number((await next()).split(' ')[1]);
+  return {
+    port,
+    async counts(): Promise<ReceiverCounts> {
+      child.stdin!.write('?\n');
+      const line = await next();
+      return JSON.parse(line.slice(line.indexOf(' ') + 1)) as ReceiverCounts;
+    },
+    stop: () => new Promise<void>((resolve) => {
+      child.once('close', () => resolve());
+      child.stdin!.end();
+    }),
+  };
+}
+
+/** Creates a campaign to the whole book, releases every recipient and delivers them all. */
+async function sendCampaign(bench: BenchHarness, bookId: string, name: string, total: number) {
+  const { db } = bench.server.deps;
+  const campaign = await bench.api('POST', '/campaigns', {
+    name, from: SENDER, subject: 'Hello {{firstName,fallback=there}}', contactBookId: bookId, batchSize: 5_000, sendNow: true,
+    html: '<h1>Hello {{firstName}}</h1><p>Your plan: <b>{{plan}}</b>. A <a href="https://example.com">link</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
+  });
+  const releaseStarted = performance.now();
+  const releaser = startReleaser(bench.server.deps, { autostart: false });
+  await releaser.tick();
+  await releaser.stop();
+  const releaseSeconds = (performance.now() - releaseStarted) / 1000;
+  const { released } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('released')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow();
+  if (Number(released) !== total) throw new Error(`${name}: released ${released} of ${total}`);
+  const delivery = await bench.deliver();
+  if (delivery.receivedBySink !== total) throw new Error(`${name}: the sink received ${delivery.receivedBySink} of ${total}`);
+  return { releasePerSecond: Math.round(total / releaseSeconds), messagesPerSecond: delivery.messagesPerSecond, seconds: delivery.seconds };
+}
+
+export async function benchWebhooks(options: { databaseUrl?: string; contacts?: number } = {}): Promise<WebhooksBenchResult> {
+  const total = options.contacts ?? 20_000;
+  const receiver = await startReceiver();
+  const bench = await startBenchHarness(options.databaseUrl);
+  let sender: WebhookSender | undefined;
+  try {
+    const { api } = bench;
+    const { db } = bench.server.deps;
+    const book = await api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
+    for (let start = 0; start < total; start += IMPORT_CHUNK) {
+      const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
+        email: `reader${start + i}@example.org`, firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
+      }));
+      await api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
+    }
+
+    // Off: no webhook at all.
+    const off = await sendCampaign(bench, book.id, 'Bench A', total);
+
+    // On: one webhook hearing every email event, the sender running from before the release.
+    const webhook = await api('POST', '/webhooks', { url: `http://127.0.0.1:${receiver.port}/hook`, events: EMAIL_EVENTS });
+    if (typeof webhook.secret !== 'string' || !webhook.secret.startsWith('whsec_')) throw new Error('the new webhook came without its secret');
+    bench.resetPeakRss();
+    const startedAtMs = Date.now();
+    sender = startWebhookSender(bench.server.deps);
+    const on = await sendCampaign(bench, book.id, 'Bench B', total);
+
+    const callCounts = async () => {
+      const rows = await db
+        .selectFrom('webhook_calls')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('webhook_id', '=', webhook.id)
+        .groupBy('status')
+        .execute();
+      const by = Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+      return { total: rows.reduce((sum, row) => sum + Number(row.n), 0), delivered: by.DELIVERED ?? 0, by };
+    };
+    // Every email is out, so every call is written: the total no longer moves.
+    const { total: calls } = await callCounts();
+    const behindAtDeliveryEnd = calls - (await receiver.counts()).distinct;
+    const deadline = Date.now() + CALLS_DEADLINE_MS;
+    let nextProgress = Date.now() + 15_000;
+    const progress = (what: string) => {
+      if (Date.now() < nextProgress) return;
+      nextProgress = Date.now() + 15_000;
+      console.error(`webhooks: ${what} after ${((Date.now() - startedAtMs) / 1000).toFixed(0)} s`);
+    };
+    // The receiver first (its own process: asking costs the sender nothing), then the database.
+    let seen = await receiver.counts();
+    while (seen.distinct < calls && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      seen = await receiver.counts();
+      progress(`${seen.distinct} of ${calls} calls received`);
+    }
+    let state = await callCounts();
+    while (state.delivered < calls && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      state = await callCounts();
+      progress(`${state.delivered} of ${calls} calls recorded DELIVERED`);
+    }
+    const senderStopped = await stopSender(sender, bench);
+    sender = undefined;
+    seen = await receiver.counts();
+
+    const secondsToLastCall = seen.lastNewAtMs > 0 ? (seen.lastNewAtMs - startedAtMs) / 1000 : 0;
+    const result: WebhooksBenchResult = {
+      database: bench.server.deps.dbKind,
+      contacts: total,
+      off,
+      on,
+      ratio: Number((on.messagesPerSecond / off.messagesPerSecond).toFixed(2)),
+      calls: {
+        total: calls,
+        delivered: state.delivered,
+        received: seen.distinct,
+        requests: seen.requests,
+        duplicates: seen.requests - seen.distinct,
+        secondsToLastCall: Number(secondsToLastCall.toFixed(2)),
+        callsPerSecond: secondsToLastCall > 0 ? Math.round(seen.distinct / secondsToLastCall) : 0,
+        behindAtDeliveryEnd,
+      },
+      peakRssMb: bench.peakRssMb(),
+    };
+    if (seen.distinct !== calls || state.delivered !== calls) {
+      const message =
+        `webhook calls lost: ${calls} written (${JSON.stringify(state.by)}), ${seen.distinct} distinct call ids received ` +
+        `(${seen.requests} requests) within ${CALLS_DEADLINE_MS / 1000} s of the last email` +
+        `${senderStopped ? '' : ' (the sender did not stop: a statement of its was still running)'}`;
+      throw new WebhooksBenchFailure(message, { ...result, failure: message });
+    }
+
+    // The call log as the API shows it agrees with the database.
+    const log = await api('GET', `/webhooks/${webhook.id}/calls?status=DELIVERED&limit=100`);
+    if (log.count !== calls || log.data.some((call: { status: string }) => call.status !== 'DELIVERED')) {
+      throw new Error(`GET /v1/webhooks/{id}/calls answers ${log.count} DELIVERED calls of ${calls}`);
+    }
+
+    return result;
+  } finally {
+    if (sender) await stopSender(sender, bench);
+    // A sender that would not stop may hold a connection that closing waits for.
+    await within(bench.close(), 30_000);
+    await receiver.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const contacts = process.argv[3] ? Number(process.argv[3]) : undefined;
+  try {
+    console.log(JSON.stringify(await benchWebhooks({ databaseUrl: process.argv[2] || undefined, contacts }), null, 2));
+  } catch (error) {
+    // The figures so far, for bench/run.ts to write down with the failure.
+    if (error instanceof WebhooksBenchFailure) console.log(JSON.stringify(error.partial, null, 2));
+    console.error(error);
+    // Whatever a stuck sender still holds must not keep the process alive.
+    process.exit(1);
+  }
+}
