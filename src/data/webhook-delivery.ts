@@ -30,6 +30,7 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  * and a paused one's backlog is never read. Two statements, each an index range per webhook
  * (webhook_calls_queue) or a primary-key probe per call, whatever the planner knows of the
  * table; the second takes only calls still free, so senders of several processes never share one.
+ * `more`: due calls were left for want of room.
  *
  * `fronts` holds where each webhook's queue began when last read (keyed like `inFlight`), and is
  * moved on: the read starts there, past the index entries of calls already finished that a queue
@@ -39,7 +40,7 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
 export async function claimDueCalls(
   db: Db,
   claim: { now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number>; fronts: Map<string, string> },
-): Promise<ClaimedCall[]> {
+): Promise<{ calls: ClaimedCall[]; more: boolean }> {
   const fronts = [...claim.fronts].map(([key, seq]) => ({ key, seq }));
   const { rows: queued } = await sql<QueuedCall>`
     SELECT q.team_id, q.webhook_id, q.id, q.seq::text AS seq, q.subject_key,
@@ -58,6 +59,7 @@ export async function claimDueCalls(
       LIMIT ${QUEUE_WINDOW}
     ) q`.execute(db);
   const picked: { team_id: number; webhook_id: string; id: string }[] = [];
+  let more = false;
   let webhook = '';
   let room = 0;
   let ahead = new Set<string>();
@@ -71,11 +73,15 @@ export async function claimDueCalls(
     }
     const blocked = call.subject_key !== null && ahead.has(call.subject_key);
     if (call.subject_key !== null) ahead.add(call.subject_key);
-    if (blocked || !call.due || room <= 0 || picked.length === claim.limit) continue;
+    if (blocked || !call.due) continue;
+    if (room <= 0 || picked.length === claim.limit) {
+      more = true;
+      continue;
+    }
     picked.push({ team_id: call.team_id, webhook_id: call.webhook_id, id: call.id });
     room--;
   }
-  if (picked.length === 0) return [];
+  if (picked.length === 0) return { calls: [], more };
   // Found by their primary key alone. Written as a CASE, the check that a call is still free
   // cannot make the planner pick webhook_calls_queue (whose predicate it would match) and read
   // every pending call of the webhook: the embedded database's tables have no statistics.
@@ -85,17 +91,18 @@ export async function claimDueCalls(
     WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id
       AND CASE WHEN c.status = 'PENDING' THEN c.lease_until IS NULL OR c.lease_until < ${claim.now} ELSE false END
     RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at`.execute(db);
-  if (claimed.length === 0) return [];
+  if (claimed.length === 0) return { calls: [], more };
   const keys = [...new Map(claimed.map((call) => [`${call.team_id}:${call.webhook_id}`, { team_id: call.team_id, id: call.webhook_id }])).values()];
   const { rows: targets } = await sql<{ team_id: number; id: string; url: string; secret: string }>`
     SELECT w.team_id, w.id, w.url, w.secret FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(team_id integer, id text)
     JOIN webhooks w ON w.team_id = k.team_id AND w.id = k.id`.execute(db);
   const byKey = new Map(targets.map((target) => [`${target.team_id}:${target.id}`, target]));
   // A webhook deleted in between took its calls with it: there is nothing left to send them to.
-  return claimed.flatMap((call) => {
+  const calls = claimed.flatMap((call) => {
     const target = byKey.get(`${call.team_id}:${call.webhook_id}`);
     return target ? [{ ...call, url: target.url, secret: target.secret }] : [];
   });
+  return { calls, more };
 }
 
 /** What one attempt came to, and what the call becomes. */

@@ -19,11 +19,13 @@ const RECORD_DELAY_MS = 20;
  */
 const CLAIM_SPACING_MS = 25;
 /**
- * The embedded database runs one statement at a time, on this process's one thread: while the
- * dispatcher sends, calls are claimed this seldom, so the mail goes out first and its calls
- * catch up when the run is over.
+ * While this process's dispatcher sends, calls are claimed this seldom: the mail goes out first
+ * and its calls catch up when the run is over. The embedded database runs one statement at a
+ * time on the process's one thread, so there the wait is longer.
  */
-const EMBEDDED_BUSY_SPACING_MS = 1000;
+const BUSY_SPACING_MS = { postgres: 250, pglite: 1000 };
+/** ...but calls that could go wait no longer than this for the mail: then they go at full speed. */
+const MAX_DEFER_MS = 30_000;
 const FRONTS_MAX_AGE_MS = 60_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
@@ -90,6 +92,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   let wakeAgain = false;
   let lastClaimAt = 0;
   let sending = false;
+  let backloggedSince: number | null = null;
   let timer: NodeJS.Timeout | undefined;
   let toRecord: { record: AttemptRecord; key: string }[] = [];
   let recordTimer: NodeJS.Timeout | undefined;
@@ -167,12 +170,17 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     const free = config.webhookConcurrency - slotsUsed;
     if (free <= 0) return false;
     const now = new Date();
-    const calls = await claimDueCalls(db, {
+    const { calls, more } = await claimDueCalls(db, {
       now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts,
     });
     for (const call of calls) start(call);
-    return calls.length === free;
+    if (!more) backloggedSince = null;
+    else backloggedSince ??= Date.now();
+    // Claiming again at once helps only when this claim found slots to fill.
+    return more && calls.length > 0;
   };
+
+  const deferring = () => sending && (backloggedSince === null || Date.now() - backloggedSince < MAX_DEFER_MS);
 
   /** Claims while there are free slots and due calls, then waits for a wake-up, a recorded batch or the poll. */
   function pump(): void {
@@ -182,7 +190,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       return;
     }
     clearTimeout(timer);
-    const spacing = sending && deps.dbKind === 'pglite' ? EMBEDDED_BUSY_SPACING_MS : CLAIM_SPACING_MS;
+    const spacing = deferring() ? BUSY_SPACING_MS[deps.dbKind] : CLAIM_SPACING_MS;
     const wait = lastClaimAt + spacing - Date.now();
     if (wait > 0) {
       timer = setTimeout(pump, wait);
@@ -190,12 +198,10 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     }
     claiming = (async () => {
       try {
-        let more = true;
-        while (!stopped && more) {
+        do {
           wakeAgain = false;
           lastClaimAt = Date.now();
-          more = await claimOnce();
-        }
+        } while ((await claimOnce()) && !stopped && !deferring());
       } catch (error) {
         log.error('claiming due webhook calls failed', { error });
       } finally {
