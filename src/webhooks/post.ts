@@ -106,7 +106,8 @@ export class WebhookPoster {
       // body still trickling in is cut off, not counted as a timeout (a 2xx must not be sent again).
       const timer = setTimeout(() => {
         if (answered) answered();
-        else finish(failed(null, `timed out after ${this.#timeoutMs} ms`));
+        // Timers may fire a hair before the clock says the time is up; the attempt took it all.
+        else finish({ ...failed(null, `timed out after ${this.#timeoutMs} ms`), timeMs: Math.max(elapsed(), this.#timeoutMs) });
         request.destroy();
       }, this.#timeoutMs);
 
