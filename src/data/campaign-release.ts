@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignRow } from './campaigns.js';
-import { emailEventCalls } from './webhook-outbox.js';
+import { emailEventCalls, sortableIdSql } from './webhook-outbox.js';
 
 // Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
 // cursor rounded down would release the contact at it a second time (or, rounded up, skip one).
@@ -96,9 +96,7 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
         LEAST(${batch.now}::timestamptz, statement_timestamp()), ${batch.now}, ${batch.now}, ${c.id}, r.contact_id
       FROM (
         -- A subquery, so each row draws its id once and the message id repeats it.
-        SELECT b.id AS contact_id, b.email,
-          overlay(replace(gen_random_uuid()::text, '-', '')
-            PLACING lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') FROM 1 FOR 12) AS id
+        SELECT b.id AS contact_id, b.email, ${sortableIdSql} AS id
         FROM batch b
         WHERE b.subscribed
           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = ${c.team_id} AND s.email = lower(b.email))

@@ -22,7 +22,7 @@ export const isoSql = (value: RawBuilder<unknown>) => sql<string>`to_char(${valu
  * the back of its webhook's queue (`seq`), the order one subject's calls go out in. `teamIds`
  * names the teams the source can hold, so a team without active webhooks skips the source.
  */
-export function insertCalls(source: RawBuilder<unknown>, teamIds: RawBuilder<unknown>): RawBuilder<unknown> {
+function insertCalls(source: RawBuilder<unknown>, teamIds: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
     INSERT INTO webhook_calls (team_id, webhook_id, id, type, subject_key, data, next_attempt_at, created_at, updated_at)
     SELECT s.team_id, w.id, ${sortableIdSql}, s.type, s.subject_key, s.data, s.at, s.at, s.at
@@ -39,7 +39,7 @@ export function insertCalls(source: RawBuilder<unknown>, teamIds: RawBuilder<unk
  * and details: upstream's fields, and the details of bounces, complaints, opens, clicks and
  * failures under their own names.
  */
-export function emailEventData(e: string, status: RawBuilder<unknown>, details: RawBuilder<unknown>, at: RawBuilder<unknown>): RawBuilder<unknown> {
+function emailEventData(e: string, status: RawBuilder<unknown>, details: RawBuilder<unknown>, at: RawBuilder<unknown>): RawBuilder<unknown> {
   const col = (name: string) => sql.ref(`${e}.${name}`);
   const d = sql`(${details})`;
   return sql`jsonb_strip_nulls(jsonb_build_object(
@@ -68,7 +68,7 @@ export function emailEventData(e: string, status: RawBuilder<unknown>, details: 
 }
 
 /** `email.<status>`, upstream's event name of an email status. */
-export const emailEventType = (status: RawBuilder<unknown>) => sql<string>`'email.' || lower(${status})`;
+const emailEventType = (status: RawBuilder<unknown>) => sql<string>`'email.' || lower(${status})`;
 
 /**
  * The calls for events of emails the statement has just written, read from a relation (a CTE of
@@ -85,26 +85,6 @@ export function emailEventCalls(relation: string, statusColumn: string, teamIds:
       FROM ${sql.table(relation)}`,
     teamIds,
   );
-}
-
-export type OutboxEvent = {
-  teamId: number;
-  type: string;
-  /** Orders this subject's calls to one webhook (an email's, a contact's); null: no order kept. */
-  subjectKey: string | null;
-  data: Record<string, unknown>;
-};
-
-/** Calls for events described in full by the caller (contacts, domains, campaigns), in their order. */
-export async function enqueueEvents(tx: Db, events: OutboxEvent[], now: Date): Promise<void> {
-  if (events.length === 0) return;
-  const json = JSON.stringify(events.map((event, ord) => ({ team_id: event.teamId, type: event.type, subject_key: event.subjectKey, data: event.data, ord })));
-  const teams = [...new Set(events.map((event) => event.teamId))];
-  await insertCalls(
-    sql`SELECT team_id, type, subject_key, NULL::integer AS domain_id, data, ${now}::timestamptz AS at, ord
-      FROM jsonb_to_recordset(${json}::jsonb) AS ev(team_id integer, type text, subject_key text, data jsonb, ord bigint)`,
-    sql`${teams}::integer[]`,
-  ).execute(tx);
 }
 
 /**

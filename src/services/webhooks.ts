@@ -32,7 +32,7 @@ export const MAX_WEBHOOKS_PER_TEAM = 50;
 // the whole team may see or change one.
 const TEAM_WIDE = 'webhooks carry the events of every domain of the team, so only a key for the whole team may use them';
 
-export const TEST_CALL_MESSAGE = 'This is a test call from Mailroom';
+const TEST_CALL_MESSAGE = 'This is a test call from Mailroom';
 
 // The guard reads the allow-list and the resolver from the config: built once per config.
 const guards = new WeakMap<Config, Guard>();

@@ -18,7 +18,7 @@ export type Lookup = (host: string) => Promise<string[]>;
 
 export type Guard = { allow: AllowList; lookup: Lookup };
 
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 /** The code of the error a guarded lookup fails with when an address is refused. */
 export const ADDRESS_REFUSED = 'EADDRNOTALLOWED';

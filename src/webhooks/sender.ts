@@ -36,12 +36,12 @@ const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
  * five times longer each time, ±20% so that receivers coming back are not hit by every sender in
  * the same second. With the defaults, 8 attempts span about a day.
  */
-export function retryDelayMs(attempts: number, baseMs: number, random: number = Math.random()): number {
+function retryDelayMs(attempts: number, baseMs: number, random: number = Math.random()): number {
   return Math.round(baseMs * BACKOFF_FACTOR ** (attempts - 1) * (0.8 + 0.4 * random));
 }
 
 /** What an attempt's result makes of its call. */
-export function attemptOutcome(
+function attemptOutcome(
   call: Pick<ClaimedCall, 'team_id' | 'webhook_id' | 'id'>,
   attempt: number,
   result: PostResult,

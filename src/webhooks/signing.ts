@@ -5,7 +5,7 @@ import { createHmac, randomBytes } from 'node:crypto';
  * clients (usesend-js, the Python client) read the X-UseSend-* headers, and any Standard Webhooks
  * library (standardwebhooks.com) reads the webhook-* ones. Both sign the exact body bytes sent.
  */
-export const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
 
 export const newWebhookSecret = () => `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 
