@@ -9,8 +9,7 @@
  * dispatcher draining the queue. Peak RSS is sampled across both, from a full garbage collection
  * after the import: what the import left alive counts, its garbage does not.
  */
-import { startReleaser } from '../src/campaigns/releaser.js';
-import { SENDER, startBenchHarness } from './harness.js';
+import { createCampaign, importBook, releaseAll, startBenchHarness } from './harness.js';
 
 export type CampaignsBenchResult = {
   database: 'postgres' | 'pglite';
@@ -21,36 +20,17 @@ export type CampaignsBenchResult = {
   peakRssMb: number;
 };
 
-const IMPORT_CHUNK = 10_000;
-
 export async function benchCampaigns(options: { databaseUrl?: string; contacts?: number; batchSize?: number } = {}): Promise<CampaignsBenchResult> {
   const total = options.contacts ?? 100_000;
   const batchSize = options.batchSize ?? 5_000;
   const bench = await startBenchHarness(options.databaseUrl);
   try {
-    const { api } = bench;
-    const { db } = bench.server.deps;
-    const book = await api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
-    for (let start = 0; start < total; start += IMPORT_CHUNK) {
-      const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
-        email: `reader${start + i}@example.org`, firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
-      }));
-      await api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
-    }
-    const campaign = await api('POST', '/campaigns', {
-      name: 'Bench', from: SENDER, subject: 'Hello {{firstName,fallback=there}}', contactBookId: book.id, batchSize, sendNow: true,
-      html: '<h1>Hello {{firstName}}</h1><p>Your plan: <b>{{plan}}</b>. A <a href="https://example.com">link</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
-    });
+    const book = await importBook(bench, total);
+    const campaign = await createCampaign(bench, book.id, 'Bench', batchSize);
 
     // The peak of the campaign's phases: the import above is the contacts benchmark's business.
     bench.resetPeakRss();
-    const releaseStarted = performance.now();
-    const releaser = startReleaser(bench.server.deps, { autostart: false });
-    await releaser.tick();
-    await releaser.stop();
-    const releaseSeconds = (performance.now() - releaseStarted) / 1000;
-    const { released } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('released')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow();
-    if (Number(released) !== total) throw new Error(`released ${released} of ${total}`);
+    const releaseSeconds = await releaseAll(bench, campaign.id, total);
 
     const delivery = await bench.deliver();
     return {

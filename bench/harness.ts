@@ -12,6 +12,7 @@ import vm from 'node:vm';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { CampaignRenderer } from '../src/campaigns/render.js';
+import { startReleaser } from '../src/campaigns/releaser.js';
 import { startMailroom, type RunningService } from '../src/main.js';
 import { startDispatcher } from '../src/sending/dispatcher.js';
 import { createTransport } from '../src/sending/transports/index.js';
@@ -28,8 +29,13 @@ const TSX = path.resolve('node_modules/.bin/tsx');
 v8.setFlagsFromString('--expose-gc');
 const collectGarbage = vm.runInNewContext('gc') as () => void;
 
-async function startSink() {
-  const child = spawn(TSX, ['bench/emails/sink.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
+/**
+ * A helper process of the benchmarks (the SMTP sink, the webhook receiver): it prints
+ * `<name> <port>` once listening, then answers each line written to it with one line; its stdin
+ * ending stops it.
+ */
+export async function startLineProcess(script: string) {
+  const child = spawn(TSX, [script], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiters: Array<(line: string) => void> = [];
   let buffer = '';
@@ -47,15 +53,56 @@ async function startSink() {
   const port = Number((await next()).split(' ')[1]);
   return {
     port,
-    async count() {
-      child.stdin!.write('?\n');
-      return Number((await next()).split(' ')[1]);
+    /** Writes a line and answers the line that comes back. */
+    async ask(line: string): Promise<string> {
+      child.stdin!.write(`${line}\n`);
+      return next();
     },
     stop: () => new Promise<void>((resolve) => {
       child.once('close', () => resolve());
       child.stdin!.end();
     }),
   };
+}
+
+async function startSink() {
+  const sink = await startLineProcess('bench/emails/sink.ts');
+  return { ...sink, count: async () => Number((await sink.ask('?')).split(' ')[1]) };
+}
+
+const IMPORT_CHUNK = 10_000;
+
+/** A book of `total` contacts, imported through the API in bulk requests of 10,000. */
+export async function importBook(bench: Pick<BenchHarness, 'api'>, total: number): Promise<{ id: string }> {
+  const book = await bench.api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
+  for (let start = 0; start < total; start += IMPORT_CHUNK) {
+    const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
+      email: `reader${start + i}@example.org`, firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
+    }));
+    await bench.api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
+  }
+  return book;
+}
+
+/** The benchmarks' campaign: personalised, with a tracked link and the unsubscribe link, sent now. */
+export const createCampaign = (bench: Pick<BenchHarness, 'api'>, bookId: string, name: string, batchSize: number) =>
+  bench.api('POST', '/campaigns', {
+    name, from: SENDER, subject: 'Hello {{firstName,fallback=there}}', contactBookId: bookId, batchSize, sendNow: true,
+    html: '<h1>Hello {{firstName}}</h1><p>Your plan: <b>{{plan}}</b>. A <a href="https://example.com">link</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
+  }) as Promise<{ id: string }>;
+
+/** Releases every recipient of the campaign with a releaser of its own (no dispatcher); answers the seconds it took. */
+export async function releaseAll(bench: Pick<BenchHarness, 'server'>, campaignId: string, total: number): Promise<number> {
+  const started = performance.now();
+  const releaser = startReleaser(bench.server.deps, { autostart: false });
+  await releaser.tick();
+  await releaser.stop();
+  const seconds = (performance.now() - started) / 1000;
+  const { released } = await bench.server.deps.db
+    .selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('released'))
+    .where('campaign_id', '=', campaignId).executeTakeFirstOrThrow();
+  if (Number(released) !== total) throw new Error(`campaign ${campaignId}: released ${released} of ${total}`);
+  return seconds;
 }
 
 export type BenchHarness = {

@@ -13,13 +13,10 @@
  * until the receiver has every call and the database has each one DELIVERED. A call that never
  * arrives fails the benchmark.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { sql } from 'kysely';
-import { startReleaser } from '../src/campaigns/releaser.js';
 import { WEBHOOK_EVENT_TYPES } from '../src/db/schema.js';
 import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
-import { SENDER, startBenchHarness, type BenchHarness } from './harness.js';
+import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
 
 export type WebhooksBenchResult = {
   database: 'postgres' | 'pglite';
@@ -56,10 +53,8 @@ export class WebhooksBenchFailure extends Error {
   }
 }
 
-const IMPORT_CHUNK = 10_000;
 /** How long the calls may take to arrive after the last email went out before the benchmark gives up. */
 const CALLS_DEADLINE_MS = 5 * 60_000;
-const TSX = path.resolve('node_modules/.bin/tsx');
 const EMAIL_EVENTS = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('email.'));
 
 /** Whether `promise` settles within `ms`. */
@@ -91,62 +86,20 @@ async function stopSender(sender: WebhookSender, bench: BenchHarness): Promise<b
 type ReceiverCounts = { requests: number; distinct: number; lastNewAtMs: number };
 
 async function startReceiver() {
-  const child = spawn(TSX, ['bench/webhooks/receiver.ts'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines: string[] = [];
-  const waiters: Array<(line: string) => void> = [];
-  let buffer = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    buffer += chunk;
-    for (let i = buffer.indexOf('\n'); i >= 0; i = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, i);
-      buffer = buffer.slice(i + 1);
-      const waiter = waiters.shift();
-      if (waiter) waiter(line);
-      else lines.push(line);
-    }
-  });
-  const next = () => new Promise<string>((resolve) => (lines.length > 0 ? resolve(lines.shift()!) : waiters.push(resolve)));
-  const port = Number((await next()).split(' ')[1]);
+  const receiver = await startLineProcess('bench/webhooks/receiver.ts');
   return {
-    port,
+    ...receiver,
     async counts(): Promise<ReceiverCounts> {
-      child.stdin!.write('?\n');
-      const line = await next();
+      const line = await receiver.ask('?');
       return JSON.parse(line.slice(line.indexOf(' ') + 1)) as ReceiverCounts;
     },
-    stop: () => new Promise<void>((resolve) => {
-      child.once('close', () => resolve());
-      child.stdin!.end();
-    }),
   };
-}
-
-/** A book of `total` contacts, imported through the API. */
-async function importBook(bench: BenchHarness, total: number): Promise<{ id: string }> {
-  const book = await bench.api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
-  for (let start = 0; start < total; start += IMPORT_CHUNK) {
-    const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
-      email: `reader${start + i}@example.org`, firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
-    }));
-    await bench.api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
-  }
-  return book;
 }
 
 /** Creates a campaign to the whole book, releases every recipient and delivers them all. */
 async function sendCampaign(bench: BenchHarness, bookId: string, name: string, total: number) {
-  const { db } = bench.server.deps;
-  const campaign = await bench.api('POST', '/campaigns', {
-    name, from: SENDER, subject: 'Hello {{firstName,fallback=there}}', contactBookId: bookId, batchSize: 5_000, sendNow: true,
-    html: '<h1>Hello {{firstName}}</h1><p>Your plan: <b>{{plan}}</b>. A <a href="https://example.com">link</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
-  });
-  const releaseStarted = performance.now();
-  const releaser = startReleaser(bench.server.deps, { autostart: false });
-  await releaser.tick();
-  await releaser.stop();
-  const releaseSeconds = (performance.now() - releaseStarted) / 1000;
-  const { released } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('released')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow();
-  if (Number(released) !== total) throw new Error(`${name}: released ${released} of ${total}`);
+  const campaign = await createCampaign(bench, bookId, name, 5_000);
+  const releaseSeconds = await releaseAll(bench, campaign.id, total);
   const delivery = await bench.deliver();
   if (delivery.receivedBySink !== total) throw new Error(`${name}: the sink received ${delivery.receivedBySink} of ${total}`);
   return { releasePerSecond: Math.round(total / releaseSeconds), messagesPerSecond: delivery.messagesPerSecond, seconds: delivery.seconds };
