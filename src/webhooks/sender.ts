@@ -13,9 +13,9 @@ export type WebhookSender = { stop(): Promise<void> };
 const RECORD_BATCH = 200;
 const RECORD_DELAY_MS = 20;
 /**
- * Claims come at most this often (unless the last one filled every free slot): each reads the
- * front of every webhook's queue, and on the embedded database every statement waits its turn
- * with the dispatcher's, so sending is never starved by the calls that report it.
+ * Claims come at most this often (unless the last one took calls and left others due): each
+ * reads the front of every webhook's queue, and on the embedded database every statement waits
+ * its turn with the dispatcher's, so sending is never starved by the calls that report it.
  */
 const CLAIM_SPACING_MS = 25;
 /**
@@ -29,15 +29,14 @@ const MAX_DEFER_MS = 30_000;
 const FRONTS_MAX_AGE_MS = 60_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
-const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
 /**
  * How long to wait before the attempt after `attempts` failed ones: WEBHOOK_RETRY_BASE_MS, then
  * five times longer each time, ±20% so that receivers coming back are not hit by every sender in
  * the same second. With the defaults, 8 attempts span about a day.
  */
-function retryDelayMs(attempts: number, baseMs: number, random: number = Math.random()): number {
-  return Math.round(baseMs * BACKOFF_FACTOR ** (attempts - 1) * (0.8 + 0.4 * random));
+function retryDelayMs(attempts: number, baseMs: number): number {
+  return Math.round(baseMs * BACKOFF_FACTOR ** (attempts - 1) * (0.8 + 0.4 * Math.random()));
 }
 
 /** What an attempt's result makes of its call. */
@@ -52,7 +51,8 @@ function attemptOutcome(
   if (result.ok) return { ...base, outcome: 'DELIVERED', error: null, nextAttemptAt: null };
   if (result.gone) return { ...base, outcome: 'GONE', error: result.error, nextAttemptAt: null };
   if (attempt >= limits.maxAttempts) return { ...base, outcome: 'FAILED', error: result.error, nextAttemptAt: null };
-  const delay = result.retryAfterMs !== null ? Math.min(result.retryAfterMs, MAX_RETRY_AFTER_MS) : retryDelayMs(attempt, limits.retryBaseMs);
+  // The poster has already capped a Retry-After at a day.
+  const delay = result.retryAfterMs ?? retryDelayMs(attempt, limits.retryBaseMs);
   return { ...base, outcome: 'RETRY', error: result.error, nextAttemptAt: new Date(now.getTime() + delay) };
 }
 
