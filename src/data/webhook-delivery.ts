@@ -122,7 +122,8 @@ export type AttemptRecord = {
  * Records a batch of attempts in one statement, each only while this claim still holds its call:
  * the calls' new state, and per webhook its run of calls that failed every attempt (a delivery
  * ends the run). A run of `autoDisableAfter` sets the webhook AUTO_DISABLED; a 410 disables it at
- * once and discards its pending calls, since the receiver said it is gone. Answers how many
+ * once and discards its pending calls, since the receiver said it is gone. A second statement
+ * then moves the calls left waiting for a retry to the back (see moveToBack). Answers how many
  * attempts were recorded.
  */
 export async function recordAttempts(db: Db, token: string, attempts: AttemptRecord[], now: Date, autoDisableAfter: number): Promise<number> {
