@@ -109,6 +109,15 @@ const envSchema = z.object({
     .default([]),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(128),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
+  SMTP_SUBMISSION_PORT: port(2587),
+  SMTP_SUBMISSION_TLS_PORT: port(2465),
+  SMTP_SUBMISSION_HOST: z.string().min(1).optional(),
+  SMTP_SUBMISSION_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  TLS_CERT_FILE: z.string().min(1).optional(),
+  TLS_KEY_FILE: z.string().min(1).optional(),
+}).refine((env) => (env.TLS_CERT_FILE === undefined) === (env.TLS_KEY_FILE === undefined), {
+  path: ['TLS_CERT_FILE'],
+  message: 'TLS_CERT_FILE and TLS_KEY_FILE are set together or not at all',
 });
 
 export type Config = {
@@ -176,6 +185,13 @@ export type Config = {
   /** Calls in flight at once per process; one webhook takes at most half of them. */
   webhookConcurrency: number;
   webhookPollMs: number;
+  /** The SMTP submission listeners (STARTTLS, implicit TLS); null: not started. 0 (only set by code) takes a free port. */
+  submissionPort: number | null;
+  submissionTlsPort: number | null;
+  submissionHost: string;
+  submissionMaxBytes: number;
+  /** PEM files of the submission listeners' certificate; null: a self-signed one kept in DATA_DIR. */
+  tls: { certFile: string; keyFile: string } | null;
 };
 
 export class ConfigError extends Error {}
@@ -245,6 +261,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowedHosts: e.WEBHOOK_ALLOWED_HOSTS,
     webhookConcurrency: e.WEBHOOK_CONCURRENCY,
     webhookPollMs: e.WEBHOOK_POLL_MS,
+    submissionPort: e.SMTP_SUBMISSION_PORT === 0 ? null : e.SMTP_SUBMISSION_PORT,
+    submissionTlsPort: e.SMTP_SUBMISSION_TLS_PORT === 0 ? null : e.SMTP_SUBMISSION_TLS_PORT,
+    submissionHost: e.SMTP_SUBMISSION_HOST ?? e.HOST,
+    submissionMaxBytes: e.SMTP_SUBMISSION_MAX_BYTES,
+    tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: path.resolve(e.TLS_CERT_FILE), keyFile: path.resolve(e.TLS_KEY_FILE) } : null,
   };
 }
 

@@ -20,6 +20,7 @@ import { loadSecret } from './secret.js';
 import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
 import { startHttpServer, type HttpServer } from './server.js';
+import { startSubmission, type Submission } from './submission/index.js';
 import { startWebhookSender, type WebhookSender } from './webhooks/sender.js';
 import { Signals } from './workers/signals.js';
 
@@ -28,6 +29,9 @@ export type RunningService = {
   port: number;
   /** The inbound SMTP listener's port; null when it is not running here. */
   inboundPort: number | null;
+  /** The SMTP submission listeners' ports (STARTTLS, implicit TLS); null when not running here. */
+  submissionPort: number | null;
+  submissionTlsPort: number | null;
   deps: AppDeps;
   /** Stops taking requests, lets the work in flight finish, then closes the database. */
   close(): Promise<void>;
@@ -71,6 +75,7 @@ async function openServiceDatabase(source: DatabaseSource, log: Logger): Promise
 /** What a running process has open, closed in this order: entrances first, the database last. */
 type Parts = {
   http?: HttpServer;
+  submission?: Submission;
   inbound?: InboundListener;
   domainWorker?: DomainWorker;
   releaser?: Releaser;
@@ -81,6 +86,7 @@ type Parts = {
 
 async function closeParts(parts: Parts): Promise<void> {
   await parts.http?.close();
+  await parts.submission?.close();
   await parts.inbound?.close();
   await parts.domainWorker?.stop();
   await parts.releaser?.stop();
@@ -90,7 +96,8 @@ async function closeParts(parts: Parts): Promise<void> {
 }
 
 /**
- * Starts Mailroom: the database (migrated), the HTTP API and pages, and, unless ROLE=api, the
+ * Starts Mailroom: the database (migrated), the HTTP API and pages, unless ROLE=worker SMTP
+ * submission, and, unless ROLE=api, the
  * inbound SMTP listener and the workers (domain checks, campaign release, dispatch, webhook calls), all sharing
  * one set of dependencies and one set of signals.
  */
@@ -113,6 +120,7 @@ export async function startMailroom(
     };
     const http = (parts.http = await startHttpServer(deps));
     log.info('listening', { url: http.url, database: database.kind });
+    if (config.role !== 'worker') parts.submission = await startSubmission(deps);
     if (config.role !== 'api') {
       if (config.inboundSmtpPort !== null) {
         try {
@@ -132,6 +140,8 @@ export async function startMailroom(
       url: http.url,
       port: http.port,
       inboundPort: parts.inbound?.port ?? null,
+      submissionPort: parts.submission?.port ?? null,
+      submissionTlsPort: parts.submission?.tlsPort ?? null,
       deps,
       close: () => (closing ??= closeParts(parts)),
     };

@@ -12,7 +12,7 @@ const SRC = path.resolve('src');
 const LAYERS: string[][] = [
   ['main'],
   ['cli', 'server'],
-  ['api'],
+  ['api', 'submission'],
   ['http'],
   ['feedback'],
   ['services'],

@@ -54,7 +54,7 @@ type Service = RunningService & Pick<TestServer, 'call'> & { logs: LogEntry[] };
 async function start(store: Store, secret: string): Promise<Service> {
   const logs = recordingLogger();
   const config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', DATA_DIR: store.dataDir, SECRET: secret, INBOUND_SMTP_PORT: '0', DISPATCH_POLL_MS: '20',
+    PORT: '0', HOST: '127.0.0.1', DATA_DIR: store.dataDir, SECRET: secret, INBOUND_SMTP_PORT: '0', SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0', DISPATCH_POLL_MS: '20',
     RATE_LIMIT_PER_SECOND: '100000',
   });
   const service = await startMailroom(config, { database: store.source, log: logs.log });

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { WebhooksTable, WebhookStatus } from '../db/schema.js';
 
@@ -94,10 +94,13 @@ export async function updateWebhook(db: Db, teamId: number, id: string, changes:
     .executeTakeFirst();
 }
 
-/** Whether the team had such a webhook; its calls go with it (the foreign key cascades). */
+/** Whether the team had such a webhook; its calls go with it, in the same statement. */
 export async function deleteWebhook(db: Db, teamId: number, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('webhooks').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+  const { rows } = await sql<{ deleted: number }>`
+    WITH gone AS (DELETE FROM webhooks WHERE team_id = ${teamId} AND id = ${id} RETURNING id),
+    calls AS (DELETE FROM webhook_calls WHERE team_id = ${teamId} AND webhook_id IN (SELECT id FROM gone))
+    SELECT count(*)::int AS deleted FROM gone`.execute(db);
+  return rows[0]!.deleted > 0;
 }
 
 /** Which of these domain ids the team has (the domains primary key, one probe each). */

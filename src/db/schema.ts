@@ -96,7 +96,7 @@ export type EmailStatus =
   | 'SCHEDULED' | 'QUEUED' | 'SENT' | 'DELIVERY_DELAYED' | 'DELIVERED' | 'BOUNCED' | 'COMPLAINED'
   | 'OPENED' | 'CLICKED' | 'CANCELLED' | 'FAILED' | 'REJECTED' | 'SUPPRESSED';
 export type SuppressionReason = 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL';
-export type StoredAttachment = { filename: string; contentType: string; content: string };
+export type StoredAttachment = { filename: string; contentType: string; content: string; contentId?: string };
 
 export interface EmailsTable {
   team_id: number;

@@ -1,6 +1,13 @@
 import { addressOf, parseMailbox } from './address.js';
 
-export type MailAttachment = { filename: string; contentType: string; /** base64 */ content: string };
+export type MailAttachment = {
+  filename: string;
+  contentType: string;
+  /** base64 */
+  content: string;
+  /** Set: an inline part the HTML shows by `cid:` (without the angle brackets). */
+  contentId?: string;
+};
 
 /** An email as the builder takes it: mailboxes as stored (`addr` or `"Name" <addr>`). */
 export type OutgoingEmail = {
@@ -148,26 +155,30 @@ function filenameParams(attribute: 'name' | 'filename', filename: string): strin
 }
 
 function attachmentPart(attachment: MailAttachment): string {
+  const { contentId } = attachment;
   return (
     `Content-Type: ${attachment.contentType}${filenameParams('name', attachment.filename)}\r\n` +
-    `Content-Disposition: attachment${filenameParams('filename', attachment.filename)}\r\n` +
+    `Content-Disposition: ${contentId ? 'inline' : 'attachment'}${filenameParams('filename', attachment.filename)}\r\n` +
+    (contentId ? `Content-ID: <${contentId}>\r\n` : '') +
     `Content-Transfer-Encoding: base64\r\n\r\n${wrap76(attachment.content)}`
   );
 }
 
-function multipart(subtype: 'alternative' | 'mixed', boundary: string, parts: string[]): string {
+function multipart(subtype: 'alternative' | 'mixed' | 'related', boundary: string, parts: string[]): string {
   const body = parts.map((part) => `--${boundary}\r\n${part}\r\n`).join('');
   return `Content-Type: multipart/${subtype}; boundary="${boundary}"\r\n\r\n${body}--${boundary}--`;
 }
 
 /**
  * The message as it goes on the wire, before DKIM: header fields, then text and html as
- * multipart/alternative, inside multipart/mixed when there are attachments. Bcc never appears.
+ * multipart/alternative; with inline parts (images the HTML shows by Content-ID), that and those
+ * as multipart/related; with attachments, all of it inside multipart/mixed. Bcc never appears,
+ * and mail to Bcc recipients alone says so in its To field.
  */
 export function buildMessage(email: OutgoingEmail, date: Date): Buffer {
   const headers = [
     addressField('From', [email.from]),
-    addressField('To', email.to),
+    email.to.length > 0 ? addressField('To', email.to) : 'To: undisclosed-recipients:;',
     ...(email.cc.length > 0 ? [addressField('Cc', email.cc)] : []),
     ...(email.replyTo.length > 0 ? [addressField('Reply-To', email.replyTo)] : []),
     unstructuredField('Subject', email.subject),
@@ -178,9 +189,10 @@ export function buildMessage(email: OutgoingEmail, date: Date): Buffer {
   ];
   const text = textPart('plain', email.text ?? '');
   const alternative = email.html === null ? text : multipart('alternative', `=_mr_a_${email.id}`, [text, textPart('html', email.html)]);
-  const body = email.attachments.length === 0
-    ? alternative
-    : multipart('mixed', `=_mr_m_${email.id}`, [alternative, ...email.attachments.map(attachmentPart)]);
+  const inline = email.html === null ? [] : email.attachments.filter((attachment) => attachment.contentId);
+  const attached = email.attachments.filter((attachment) => !inline.includes(attachment));
+  const related = inline.length === 0 ? alternative : multipart('related', `=_mr_r_${email.id}`, [alternative, ...inline.map(attachmentPart)]);
+  const body = attached.length === 0 ? related : multipart('mixed', `=_mr_m_${email.id}`, [related, ...attached.map(attachmentPart)]);
   return Buffer.from(`${headers.join('\r\n')}\r\n${body}\r\n`);
 }
 

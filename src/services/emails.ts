@@ -36,7 +36,8 @@ export type EmailInput = {
   cc?: string | string[];
   bcc?: string | string[];
   headers?: Record<string, string>;
-  attachments?: { filename: string; content: string; contentType?: string }[];
+  /** `contentId`: an inline part the HTML shows by `cid:` (SMTP submission keeps them). */
+  attachments?: { filename: string; content: string; contentType?: string; contentId?: string }[];
   scheduledAt?: string;
 };
 
@@ -65,8 +66,11 @@ export function mailboxes(value: string | string[] | undefined, path: string, pr
 
 type Prepared = Omit<NewEmail, 'teamId' | 'domainId' | 'messageId'>;
 
-/** What an email says: its own subject and bodies, or its template's rendered with its variables. */
-function contentOf(input: EmailInput, template: TemplateRow | undefined, at: (field: string) => string, problems: ErrorDetail[]) {
+/**
+ * What an email says: its own subject and bodies, or its template's rendered with its variables.
+ * A message submitted over SMTP is taken as its author wrote it: it may lack a subject or a body.
+ */
+function contentOf(input: EmailInput, template: TemplateRow | undefined, submitted: boolean, at: (field: string) => string, problems: ErrorDetail[]) {
   if (template) {
     for (const field of ['html', 'text'] as const) {
       if (input[field] != null) problems.push({ path: at(field), message: `cannot be given with templateId: the template provides the ${field}` });
@@ -74,10 +78,10 @@ function contentOf(input: EmailInput, template: TemplateRow | undefined, at: (fi
     const rendered = renderFromTemplate(template, input, at, problems);
     return { ...rendered, text: rendered.text ?? (rendered.html === null ? null : htmlToText(rendered.html)) };
   }
-  if (!input.subject) problems.push({ path: at('subject'), message: 'is required unless templateId is given' });
+  if (!input.subject && !submitted) problems.push({ path: at('subject'), message: 'is required unless templateId is given' });
   const html = input.html || null;
-  const text = input.text || (html === null ? null : htmlToText(html));
-  if (html === null && !input.text) {
+  const text = input.text || (html === null ? (submitted ? '' : null) : htmlToText(html));
+  if (html === null && !input.text && !submitted) {
     problems.push({ path: at('html'), message: 'html or text is required' }, { path: at('text'), message: 'html or text is required' });
   }
   return { subject: input.subject ?? '', html, text };
@@ -89,16 +93,16 @@ function contentOf(input: EmailInput, template: TemplateRow | undefined, at: (fi
  */
 function prepare(
   input: EmailInput,
-  context: { prefix: string; now: Date; timeZone: string; template?: TemplateRow; thread?: Record<string, string> },
+  context: { prefix: string; now: Date; timeZone: string; template?: TemplateRow; thread?: Record<string, string>; submitted: boolean },
   problems: ErrorDetail[],
 ): Prepared {
   const { prefix, now, timeZone } = context;
   const at = (field: string) => `${prefix}${field}`;
-  const to = mailboxes(input.to, at('to'), problems, true);
+  const to = mailboxes(input.to, at('to'), problems, !context.submitted);
   const cc = mailboxes(input.cc, at('cc'), problems);
   const bcc = mailboxes(input.bcc, at('bcc'), problems);
   const replyTo = mailboxes(input.replyTo, at('replyTo'), problems);
-  const { subject, html, text } = contentOf(input, context.template, at, problems);
+  const { subject, html, text } = contentOf(input, context.template, context.submitted, at, problems);
   const names = Object.keys(input.headers ?? {});
   const owned = names.filter(isOwnHeader);
   if (owned.length > 0) {
@@ -121,6 +125,7 @@ function prepare(
     filename: attachment.filename,
     contentType: attachment.contentType ?? contentTypeOf(attachment.filename),
     content: Buffer.from(attachment.content, 'base64').toString('base64'),
+    ...(attachment.contentId ? { contentId: attachment.contentId } : {}),
   }));
   return {
     id: newId(),
@@ -184,7 +189,7 @@ const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256')
 async function createEmails<R>(
   deps: EmailDeps,
   caller: Caller,
-  request: { kind: 'single' | 'batch'; inputs: EmailInput[]; idempotencyKey: string | null },
+  request: { kind: 'single' | 'batch' | 'submission'; inputs: EmailInput[]; idempotencyKey: string | null },
   respond: (ids: string[]) => R,
 ): Promise<R> {
   const now = new Date();
@@ -197,6 +202,7 @@ async function createEmails<R>(
       prefix: prefixes[index]!, now, timeZone: deps.config.scheduleTimeZone,
       template: input.templateId ? templates.get(input.templateId) : undefined,
       thread: input.inReplyToId ? threads.get(input.inReplyToId) : undefined,
+      submitted: request.kind === 'submission',
     }, problems),
   );
   const domains = await senderDomains(deps.db, caller, request.inputs, prefixes, problems);
@@ -232,6 +238,14 @@ export const sendEmail = (deps: EmailDeps, caller: Caller, input: { email: Email
 
 export const sendBatch = (deps: EmailDeps, caller: Caller, input: { emails: EmailInput[]; idempotencyKey: string | null }) =>
   createEmails(deps, caller, { kind: 'batch', inputs: input.emails, idempotencyKey: input.idempotencyKey }, (ids) => ({ data: ids.map((emailId) => ({ emailId })) }));
+
+/**
+ * A message submitted over SMTP, as one email: the same rules as `sendEmail`, except that its
+ * recipients may all be Bcc (the envelope names them; the To field says undisclosed-recipients)
+ * and that it may have no subject or body, as mail written by hand may.
+ */
+export const submitEmail = (deps: EmailDeps, caller: Caller, input: { email: EmailInput }) =>
+  createEmails(deps, caller, { kind: 'submission', inputs: [input.email], idempotencyKey: null }, ([emailId]) => ({ emailId: emailId! }));
 
 const joined = (addresses: string[]) => (addresses.length > 0 ? addresses.join(', ') : null);
 

@@ -22,10 +22,10 @@ export const tempDir = () => mkdtemp(path.join(os.tmpdir(), 'mailroom-proc-'));
 
 /**
  * The environment of a child: this process's, minus any database setting (each test says which
- * database it wants), on a loopback port chosen by the OS, with no inbound SMTP listener.
+ * * database it wants), on a loopback port chosen by the OS, with no SMTP listeners.
  */
 export function childEnv(settings: { DATA_DIR: string; DATABASE_URL?: string | null; [name: string]: string | null | undefined }) {
-  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', INBOUND_SMTP_PORT: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', INBOUND_SMTP_PORT: '0', SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0' };
   delete env.DATABASE_URL;
   for (const [name, value] of Object.entries(settings)) {
     if (value == null) delete env[name];

@@ -26,19 +26,24 @@ export type CallResult = { status: number; headers: Headers; body: any };
 /**
  * Starts the real server on a loopback port with a fresh database of this run's kind; with
  * `inbound`, its bounce and feedback listener too, on a free loopback port (`inboundPort`); with
+ * `submission`, its SMTP submission listeners (`submissionPort`, `submissionTlsPort`); with
  * `rateLimitClock`, its rate limiter reads the time from there (milliseconds, like Date.now).
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  options: { inbound?: boolean; log?: Logger; rateLimitClock?: () => number } = {},
+  options: { inbound?: boolean; submission?: boolean; log?: Logger; rateLimitClock?: () => number } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase();
   // Its own data directory: the capture transport writes the outbox there.
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-test-'));
   const config: Config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', AUTH_FAILURES_PER_MINUTE: '1000000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1,::1', ...env,
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '100000', AUTH_FAILURES_PER_MINUTE: '1000000', DATA_DIR: dataDir, INBOUND_SMTP_PORT: '0', SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0', WEBHOOK_ALLOWED_HOSTS: '127.0.0.1,::1', ...env,
   });
   if (options.inbound) config.inboundSmtpPort = 0;
+  if (options.submission) {
+    config.submissionPort = 0;
+    config.submissionTlsPort = 0;
+  }
   const server = await startMailroom(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
   // The app reads its limiter from deps on every request.
   if (options.rateLimitClock) server.deps.rateLimiter = new RateLimiter(1000, options.rateLimitClock);
