@@ -25,7 +25,7 @@ const LAYERS: string[][] = [
   ['data'],
   ['db'],
   ['scheduling', 'validation', 'secret'],
-  ['mail', 'workers', 'config', 'errors', 'log', 'ids'],
+  ['mail', 'workers', 'smtp', 'config', 'errors', 'log', 'ids'],
 ];
 const layerOf = new Map(LAYERS.flatMap((rooms, layer) => rooms.map((room) => [room, layer] as const)));
 

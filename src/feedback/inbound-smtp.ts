@@ -1,9 +1,9 @@
-import type { AddressInfo } from 'node:net';
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { Logger } from '../log.js';
 import { parseVerp, type VerpAddress } from '../mail/verp.js';
 import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from './attribution.js';
-import { ClientLimits } from './client-limits.js';
+import { ClientLimits } from '../smtp/client-limits.js';
+import { listen, MessageCutOff, readMessage, smtpError } from '../smtp/listener-parts.js';
 import { parseReport, type Report } from './reports.js';
 
 export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & { inboundSmtpMaxBytes: number } };
@@ -16,20 +16,6 @@ const MAX_CLIENTS = 100;
 const MAX_CLIENTS_PER_ADDRESS = 10;
 const MAX_COMMANDS_PER_SESSION = 1000;
 const SOCKET_TIMEOUT_MS = 60_000;
-
-const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
-
-/** The message, or null once it went over the size limit (the rest is read and thrown away). */
-function readMessage(stream: SMTPServerDataStream): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => {
-      if (!stream.sizeExceeded) chunks.push(chunk);
-    });
-    stream.once('error', reject);
-    stream.once('end', () => resolve(stream.sizeExceeded ? null : Buffer.concat(chunks)));
-  });
-}
 
 /**
  * The listener the return-path hosts' MX records point at. Recipients are checked at RCPT (only
@@ -104,6 +90,7 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
           callback();
         })
         .catch((error: unknown) => {
+          if (error instanceof MessageCutOff) return callback(error);
           log.error('handling inbound mail failed; the sender will try again', { error });
           callback(smtpError(451, '4.3.0 Temporary failure, try again later'));
         });
@@ -112,11 +99,7 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
   // A client that drops its connection or talks nonsense is its own problem, never the listener's.
   server.on('error', (error) => log.debug('inbound SMTP connection error', { error }));
 
-  await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const { port } = server.server.address() as AddressInfo;
-  log.info('inbound SMTP listening', { host: options.host, port });
-  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const listening = await listen(server, options.host, options.port);
+  log.info('inbound SMTP listening', { host: options.host, port: listening.port });
+  return listening;
 }

@@ -244,6 +244,19 @@ describe('buildMessage', () => {
         to: ['to@example.com', 'hidden@secret.example'],
       });
     });
+
+    it('an email with no To recipients says To: undisclosed-recipients:; and still never writes a Bcc field', async () => {
+      for (const recipients of [{ cc: ['cc@example.com'], bcc: ['hidden@secret.example'] }, { cc: [], bcc: ['"Secret Boss" <hidden@secret.example>', 'b2@secret.example'] }]) {
+        const message = build({ to: [], ...recipients });
+        expect(headerFields(message).filter((f) => /^to:/i.test(f))).toStrictEqual(['To: undisclosed-recipients:;']);
+        expect(message).not.toMatch(/^bcc:/im);
+        expect(message).not.toContain('secret.example');
+        const parsed = await PostalMime.parse(message);
+        expect(parsed.to).toStrictEqual([{ name: 'undisclosed-recipients', group: [] }]);
+        expect(parsed.bcc).toBeUndefined();
+        expect(envelopeOf(email({ to: [], ...recipients }), 'r@x.example').to).toContain('hidden@secret.example');
+      }
+    });
   });
 
   it('Cc and Reply-To are left out when empty, written when given', () => {
@@ -417,6 +430,59 @@ describe('buildMessage', () => {
         expect(head.split('\r\n').filter((line) => line.length > 76)).toStrictEqual([]);
         expect((await PostalMime.parse(message)).attachments[0]!.filename).toBe(filename);
       }
+    });
+
+    describe('inline attachments', () => {
+      const logo = { filename: 'logo.png', contentType: 'image/png', content: 'iVBORw0KGgo=', contentId: 'logo@mail.example' };
+      const terms = { filename: 'terms.pdf', contentType: 'application/pdf', content: 'JVBERi0=' };
+      const html = '<p><img src="cid:logo@mail.example"></p>';
+
+      /** The parts of a multipart body between its `--boundary` lines, each without the line break that ends it. */
+      function partsOf(message: string, boundary: string): string[] {
+        const start = message.indexOf(`--${boundary}\r\n`);
+        const end = message.indexOf(`\r\n--${boundary}--`);
+        expect(start, `--${boundary}`).toBeGreaterThan(-1);
+        expect(end, `--${boundary}--`).toBeGreaterThan(start);
+        return message.slice(start, end + 2).split(`--${boundary}\r\n`).slice(1).map((part) => part.slice(0, -2));
+      }
+
+      it('an inline attachment goes with the html in multipart/related, as Content-Disposition: inline with its Content-ID', () => {
+        const message = build({ html, text: 'Hi', attachments: [logo] });
+        expect(field(message, 'Content-Type')).toBe('multipart/related; boundary="=_mr_r_e1"');
+        const [alternative, inline, ...rest] = partsOf(message, '=_mr_r_e1');
+        expect(rest).toStrictEqual([]);
+        expect(alternative).toMatch(/^Content-Type: multipart\/alternative; boundary="=_mr_a_e1"\r\n/);
+        expect(alternative).toContain('Content-Type: text/html; charset=utf-8');
+        expect(inline).toBe(
+          'Content-Type: image/png; name="logo.png"\r\n' +
+            'Content-Disposition: inline; filename="logo.png"\r\n' +
+            'Content-ID: <logo@mail.example>\r\n' +
+            'Content-Transfer-Encoding: base64\r\n\r\niVBORw0KGgo=',
+        );
+      });
+
+      it('regular attachments stay in multipart/mixed, outside the multipart/related', () => {
+        const message = build({ html, text: 'Hi', attachments: [terms, logo] });
+        expect(field(message, 'Content-Type')).toBe('multipart/mixed; boundary="=_mr_m_e1"');
+        const [related, attached, ...rest] = partsOf(message, '=_mr_m_e1');
+        expect(rest).toStrictEqual([]);
+        expect(related).toMatch(/^Content-Type: multipart\/related; boundary="=_mr_r_e1"\r\n/);
+        expect(related).toContain('Content-ID: <logo@mail.example>');
+        expect(related).not.toContain('terms.pdf');
+        expect(attached).toMatch(/^Content-Type: application\/pdf; name="terms.pdf"\r\nContent-Disposition: attachment; filename="terms.pdf"\r\n/);
+        expect(attached).not.toContain('Content-ID');
+      });
+
+      it('a MIME parser reads the inline part as related to the html, and the regular one as an attachment', async () => {
+        const parsed = await PostalMime.parse(build({ html, text: 'Hi', attachments: [terms, logo] }));
+        expect(parsed.html?.trim()).toBe(html);
+        expect(parsed.text?.trim()).toBe('Hi');
+        const byName = Object.fromEntries(parsed.attachments.map((attachment) => [attachment.filename, attachment]));
+        expect(byName['logo.png']).toMatchObject({ mimeType: 'image/png', disposition: 'inline', contentId: '<logo@mail.example>', related: true });
+        expect(Buffer.from(byName['logo.png']!.content as ArrayBuffer).toString('base64')).toBe(logo.content);
+        expect(byName['terms.pdf']).toMatchObject({ mimeType: 'application/pdf', disposition: 'attachment' });
+        expect(byName['terms.pdf']!.contentId).toBeUndefined();
+      });
     });
   });
 

@@ -1,8 +1,8 @@
-import type { AddressInfo } from 'node:net';
-import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import { ApiError } from '../errors.js';
 import { normalizeEmail } from '../mail/address.js';
-import { ClientLimits } from '../feedback/client-limits.js';
+import { ClientLimits } from '../smtp/client-limits.js';
+import { listen, MessageCutOff, readMessage, smtpError } from '../smtp/listener-parts.js';
 import type { AppDeps } from '../http/deps.js';
 import { authenticate, type AuthContext } from '../services/api-keys.js';
 import { submitEmail } from '../services/emails.js';
@@ -22,8 +22,6 @@ const MAX_COMMANDS_PER_SESSION = 20_000;
 const MAX_RECIPIENTS = 150;
 const SOCKET_TIMEOUT_MS = 120_000;
 
-const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
-
 /** IPv6 clients are counted by their /64, which one host can fill with addresses at will. */
 function clientKey(address: string): string {
   const plain = address.replace(/^::ffff:/i, '');
@@ -33,18 +31,6 @@ function clientKey(address: string): string {
   const right = tail ? tail.split(':') : [];
   const groups = plain.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
   return `${groups.slice(0, 4).map((group) => parseInt(group || '0', 16).toString(16)).join(':')}::/64`;
-}
-
-/** The message, or null once it went over the size limit (the rest is read and thrown away). */
-function readMessage(stream: SMTPServerDataStream): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => {
-      if (!stream.sizeExceeded) chunks.push(chunk);
-    });
-    stream.once('error', reject);
-    stream.once('end', () => resolve(stream.sizeExceeded ? null : Buffer.concat(chunks)));
-  });
 }
 
 /** A service's refusal as the SMTP reply an application can act on; null for a fault of ours. */
@@ -139,8 +125,9 @@ export async function startSubmissionListener(
     onData(stream, session, callback) {
       readMessage(stream)
         .then(async (raw) => {
-          // smtp-server answers an over-size message with 552 itself.
-          if (raw === null) return callback(null);
+          // smtp-server itself only refuses one declared too big at MAIL (SIZE=); one that grew
+          // too big in DATA is refused here, else the client would hear 250 for nothing stored.
+          if (raw === null) return callback(smtpError(552, `5.3.4 Message too big: the limit is ${config.submissionMaxBytes} bytes`));
           const recipients = session.envelope.rcptTo.map((rcpt) => rcpt.address);
           const submitted = await readSubmission(raw, recipients).catch((error: unknown) => {
             log.debug('a submitted message could not be parsed', { error });
@@ -153,6 +140,10 @@ export async function startSubmissionListener(
           callback(null, `2.0.0 Queued as ${emailId}`);
         })
         .catch((error: unknown) => {
+          if (error instanceof MessageCutOff) {
+            log.debug('a client left in the middle of a message; nothing stored', { client: session.remoteAddress });
+            return callback(error);
+          }
           const reply = replyFor(error);
           if (reply) return callback(reply);
           log.error('accepting a submitted message failed; the client may try again', { error });
@@ -163,11 +154,7 @@ export async function startSubmissionListener(
   // A client that drops its connection or talks nonsense is its own problem, never the listener's.
   server.on('error', (error) => log.debug('SMTP submission connection error', { error }));
 
-  await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const { port } = server.server.address() as AddressInfo;
-  log.info('SMTP submission listening', { host: options.host, port, tls: options.secure ? 'implicit' : 'STARTTLS' });
-  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const listening = await listen(server, options.host, options.port);
+  log.info('SMTP submission listening', { host: options.host, port: listening.port, tls: options.secure ? 'implicit' : 'STARTTLS' });
+  return listening;
 }

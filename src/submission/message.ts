@@ -1,6 +1,6 @@
 import PostalMime from 'postal-mime';
 import type { Address, Attachment, Mailbox } from 'postal-mime';
-import { formatMailbox, parseMailbox } from '../mail/address.js';
+import { addressOf, formatMailbox } from '../mail/address.js';
 import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
 import type { EmailInput } from '../services/emails.js';
 
@@ -18,8 +18,11 @@ const FIELD_NAME = /^[!-9;-~]{1,100}$/;
 const mailboxesOf = (addresses: Address[] | undefined): Mailbox[] =>
   (addresses ?? []).flatMap((address) => (address.group ? address.group : [address]));
 
-/** Compared the way the envelope and the header fields can differ: case only. */
-const addressKey = (address: string) => (parseMailbox(address)?.address ?? address).toLowerCase();
+/**
+ * Compared the way the envelope and the header fields can differ: case, and an internationalised
+ * domain in Unicode on one side and punycode on the other.
+ */
+const addressKey = (address: string) => addressOf(address).toLowerCase();
 
 const display = (mailbox: Mailbox) => formatMailbox({ name: mailbox.name || null, address: mailbox.address });
 
