@@ -34,8 +34,8 @@ const collectGarbage = vm.runInNewContext('gc') as () => void;
  * `<name> <port>` once listening, then answers each line written to it with one line; its stdin
  * ending stops it.
  */
-export async function startLineProcess(script: string) {
-  const child = spawn(TSX, [script], { stdio: ['pipe', 'pipe', 'inherit'] });
+export async function startLineProcess(script: string, args: string[] = []) {
+  const child = spawn(TSX, [script, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiters: Array<(line: string) => void> = [];
   let buffer = '';
@@ -118,7 +118,11 @@ export type BenchHarness = {
   close(): Promise<void>;
 };
 
-export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarness> {
+/**
+ * With `submission`, the SMTP submission listener (STARTTLS) on a free loopback port
+ * (`server.submissionPort`); without, neither submission listener runs.
+ */
+export async function startBenchHarness(databaseUrl?: string, options: { submission?: boolean } = {}): Promise<BenchHarness> {
   const sink = await startSink();
   const database = databaseUrl ? await scratchDatabase(databaseUrl) : null;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-bench-'));
@@ -130,7 +134,11 @@ export async function startBenchHarness(databaseUrl?: string): Promise<BenchHarn
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_POOL_SIZE: '8', DISPATCH_BATCH_SIZE: '200', DISPATCH_CONCURRENCY: '4', DISPATCH_POLL_MS: '50',
     // For the webhook benchmark, whose receiver listens on loopback; unused by the others.
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_POLL_MS: '50',
+    // Off unless asked for: the defaults (2587, 2465) may be taken, and only the submission benchmark uses them.
+    SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0',
   });
+  // 0 set in code (not the environment, where it means off) takes a free port; implicit TLS stays off.
+  if (options.submission) config.submissionPort = 0;
   // PGlite is loaded only when used, as the service does (src/db/connection.ts): its code alone is ~40 MB of RSS.
   const source = database ? { url: database.url, poolSize: 10 } : { pglite: await (await import('@electric-sql/pglite')).PGlite.create() };
   const server = await startMailroom(config, { database: source, log: createLogger('error') });

@@ -11,6 +11,7 @@ import type { CampaignsBenchResult } from './campaigns.js';
 import type { ContactsBenchResult } from './contacts.js';
 import type { EmailsBenchResult } from './emails.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
+import type { SubmissionBenchResult } from './submission.js';
 import type { WebhooksBenchResult } from './webhooks.js';
 
 const TSX = path.resolve('node_modules/.bin/tsx');
@@ -52,6 +53,7 @@ const contacts: ContactsBenchResult[] = [];
 const emails: EmailsBenchResult[] = [];
 const campaigns: CampaignsBenchResult[] = [];
 const webhooks: Array<WebhooksBenchResult | { database: string; failure: string }> = [];
+const submission: SubmissionBenchResult[] = [];
 for (const database of databases) {
   const url = database === 'postgres' ? benchPostgresUrl : '';
   console.error(`contacts on ${database}…`);
@@ -62,6 +64,8 @@ for (const database of databases) {
   campaigns.push(await inOwnProcess('campaigns', [url]));
   console.error(`webhooks on ${database}…`);
   webhooks.push(await webhooksBench(database, url));
+  console.error(`SMTP submission on ${database}…`);
+  submission.push(await inOwnProcess('submission', [url]));
 }
 
 const cpu = os.cpus();
@@ -135,6 +139,32 @@ const lines = [
         `${r.failure ? '–' : r.calls.secondsToLastCall} | ${r.failure ? '–' : r.calls.callsPerSecond.toLocaleString('en')} | ${r.peakRssMb} |`,
   ),
   ...webhooks.flatMap((r) => (r.failure ? ['', `**Failed on ${r.database}:** ${r.failure}.`] : [])),
+  '',
+  '## SMTP submission',
+  '',
+  `The same ${(submission[0]?.messages ?? 5_000).toLocaleString('en')} small messages (text and HTML, one recipient) accepted through \`POST /v1/emails\` and through the SMTP`,
+  'submission listener, on one fresh database, by a server with `ROLE=api` and `RATE_LIMIT_PER_SECOND=1000000`: no dispatcher',
+  'takes them, and all are still QUEUED at the end. HTTP: autocannon, 4 keep-alive connections, timed to the last response.',
+  'SMTP: nodemailer, `pool: true, maxConnections: 4, maxMessages: Infinity`, STARTTLS with `requireTLS` to the self-signed',
+  'certificate (`tls: { rejectUnauthorized: false }`), AUTH PLAIN with the API key, each batch handed to the pool at once;',
+  "then the same with TCP_NODELAY on its sockets (opened through nodemailer's `getSocket`): nodemailer leaves Nagle's",
+  "algorithm on and writes a message's body and its terminating dot apart, so the dot waits for the server's acknowledgement",
+  'of the body, which Linux delays by 40 ms. Each path has a load generator in a process of its own, which first sends',
+  `${submission[0]?.warmup ?? 200} messages not counted; the messages then go in ${submission[0]?.rounds ?? 5} rounds, each path in turn with its share and the`,
+  'order turning from round to round, so that whatever else runs on the machine meanwhile hits every path alike. Every',
+  'message must be accepted exactly once (2xx, or `250 2.0.0 Queued as <id>` with distinct ids; the new rows in `emails`',
+  "counted). Latency: autocannon's response time; for SMTP nodemailer's, from MAIL FROM to the reply to DATA. Server CPU: of",
+  "the server's process per message (on PostgreSQL without the database's). Ratio: SMTP over HTTP accepted/s (the bar is 0.5).",
+  '',
+  '| Database | Messages | HTTP (msg/s) | p50 (ms) | p99 (ms) | SMTP (msg/s) | p50 (ms) | p99 (ms) | Ratio | SMTP, no delay (msg/s) | p50 (ms) | p99 (ms) | Ratio | Server CPU, HTTP / SMTP / no delay (ms/msg) | Peak RSS (MB) |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ...submission.map(
+    (r) =>
+      `| ${r.database} | ${r.messages.toLocaleString('en')} | ${r.http.acceptedPerSecond.toLocaleString('en')} | ${r.http.p50Ms} | ${r.http.p99Ms} | ` +
+      `${r.smtp.acceptedPerSecond.toLocaleString('en')} | ${r.smtp.p50Ms} | ${r.smtp.p99Ms} | ${r.ratio} | ` +
+      `${r.smtpNoDelay.acceptedPerSecond.toLocaleString('en')} | ${r.smtpNoDelay.p50Ms} | ${r.smtpNoDelay.p99Ms} | ${r.ratioNoDelay} | ` +
+      `${r.http.serverCpuMsPerMessage} / ${r.smtp.serverCpuMsPerMessage} / ${r.smtpNoDelay.serverCpuMsPerMessage} | ${r.peakRssMb} |`,
+  ),
   '',
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));
