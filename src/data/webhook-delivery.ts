@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
+import { callDataSql } from './webhook-outbox.js';
 
 /** A call claimed for an attempt, with what posting it takes. */
 export type ClaimedCall = {
@@ -90,7 +91,7 @@ export async function claimDueCalls(
     FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
     WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id
       AND CASE WHEN c.status = 'PENDING' THEN c.lease_until IS NULL OR c.lease_until < ${claim.now} ELSE false END
-    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at`.execute(db);
+    RETURNING c.team_id, c.webhook_id, c.id, c.type, ${callDataSql('c')} AS data, c.attempt, c.created_at`.execute(db);
   if (claimed.length === 0) return { calls: [], more };
   const keys = [...new Map(claimed.map((call) => [`${call.team_id}:${call.webhook_id}`, { team_id: call.team_id, id: call.webhook_id }])).values()];
   const { rows: targets } = await sql<{ team_id: number; id: string; url: string; secret: string }>`

@@ -73,18 +73,32 @@ const emailEventType = (status: RawBuilder<unknown>) => sql<string>`'email.' || 
 /**
  * The calls for events of emails the statement has just written, read from a relation (a CTE of
  * the caller's statement) of emails columns plus the event's status (`statusColumn`), `details`,
- * `at` and `ord`.
+ * `at` and `ord`. These come by the thousand inside the statements that record what sending did,
+ * so a call keeps only what the email row does not: its type names the status, `data` holds the
+ * event's details, `created_at` is when it happened. The payload is built from those and the
+ * email when the call is read (see callDataSql).
  */
 export function emailEventCalls(relation: string, statusColumn: string, teamIds: RawBuilder<unknown>): RawBuilder<unknown> {
   const ref = (name: string) => sql.ref(`${relation}.${name}`);
-  const status = ref(statusColumn);
   return insertCalls(
-    sql`SELECT ${ref('team_id')} AS team_id, ${emailEventType(status)} AS type, ${ref('id')} AS subject_key,
-        ${ref('domain_id')} AS domain_id, ${emailEventData(relation, status, ref('details'), ref('at'))} AS data,
-        ${ref('at')} AS at, ${ref('ord')} AS ord
+    sql`SELECT ${ref('team_id')} AS team_id, ${emailEventType(ref(statusColumn))} AS type, ${ref('id')} AS subject_key,
+        ${ref('domain_id')} AS domain_id, COALESCE(${ref('details')}, '{}'::jsonb) AS data, ${ref('at')} AS at, ${ref('ord')} AS ord
       FROM ${sql.table(relation)}`,
     teamIds,
   );
+}
+
+/**
+ * A call's payload `data`, read from a relation `c` of webhook_calls: an email event's is built
+ * from its email (the emails primary key, one probe) and the details the call kept; any other
+ * call's is stored whole.
+ */
+export function callDataSql(c: string): RawBuilder<Record<string, unknown>> {
+  const col = (name: string) => sql.ref(`${c}.${name}`);
+  return sql<Record<string, unknown>>`CASE WHEN ${col('type')} LIKE 'email.%' THEN COALESCE((
+      SELECT ${emailEventData('e', sql`upper(substr(${col('type')}, 7))`, col('data'), col('created_at'))}
+      FROM emails e WHERE e.team_id = ${col('team_id')} AND e.id = ${col('subject_key')}
+    ), ${col('data')}) ELSE ${col('data')} END`;
 }
 
 /**

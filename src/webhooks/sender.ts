@@ -20,12 +20,14 @@ const RECORD_DELAY_MS = 20;
 const CLAIM_SPACING_MS = 25;
 /**
  * While this process's dispatcher sends, calls are claimed this seldom: the mail goes out first
- * and its calls catch up when the run is over. The embedded database runs one statement at a
- * time on the process's one thread, so there the wait is longer.
+ * and its calls catch up when the run is over. The embedded database runs every statement and
+ * every call on the process's one thread, so there none are claimed meanwhile.
  */
-const BUSY_SPACING_MS = { postgres: 250, pglite: 1000 };
-/** ...but calls that could go wait no longer than this for the mail: then they go at full speed. */
+const BUSY_SPACING_MS = { postgres: 250, pglite: Infinity };
+/** ...but a run of sending holds calls back no longer than this: then they go at full speed. */
 const MAX_DEFER_MS = 30_000;
+/** Batches of one run of sending follow each other closely; a pause longer than this ends the run. */
+const RUN_GAP_MS = 1_000;
 const FRONTS_MAX_AGE_MS = 60_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
@@ -92,7 +94,8 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   let wakeAgain = false;
   let lastClaimAt = 0;
   let sending = false;
-  let backloggedSince: number | null = null;
+  let sendingSince = 0;
+  let idleSince = 0;
   let timer: NodeJS.Timeout | undefined;
   let toRecord: { record: AttemptRecord; key: string }[] = [];
   let recordTimer: NodeJS.Timeout | undefined;
@@ -174,13 +177,11 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts,
     });
     for (const call of calls) start(call);
-    if (!more) backloggedSince = null;
-    else backloggedSince ??= Date.now();
     // Claiming again at once helps only when this claim found slots to fill.
     return more && calls.length > 0;
   };
 
-  const deferring = () => sending && (backloggedSince === null || Date.now() - backloggedSince < MAX_DEFER_MS);
+  const deferring = () => sending && Date.now() - sendingSince < MAX_DEFER_MS;
 
   /** Claims while there are free slots and due calls, then waits for a wake-up, a recorded batch or the poll. */
   function pump(): void {
@@ -190,8 +191,10 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       return;
     }
     clearTimeout(timer);
-    const spacing = deferring() ? BUSY_SPACING_MS[deps.dbKind] : CLAIM_SPACING_MS;
-    const wait = lastClaimAt + spacing - Date.now();
+    const now = Date.now();
+    const wait = deferring()
+      ? Math.min(lastClaimAt + BUSY_SPACING_MS[deps.dbKind], sendingSince + MAX_DEFER_MS) - now
+      : lastClaimAt + CLAIM_SPACING_MS - now;
     if (wait > 0) {
       timer = setTimeout(pump, wait);
       return;
@@ -217,7 +220,15 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   const unsubscribe = [
     deps.signals.on('webhookCallsDue', pump),
     deps.signals.on('dispatching', (busy) => {
+      const now = Date.now();
+      if (busy && !sending && now - idleSince > RUN_GAP_MS) sendingSince = now;
       sending = busy;
+      if (busy) return;
+      idleSince = now;
+      // The run may be over: the calls it held back go once no batch followed for a moment.
+      setTimeout(() => {
+        if (!sending) pump();
+      }, RUN_GAP_MS).unref();
     }),
   ];
   pump();
