@@ -48,9 +48,10 @@ async function signedIn(port: number, key: string, options: { tls?: boolean; loc
   return client;
 }
 
-/** nodemailer on the STARTTLS port, TLS required, the key as password. */
-const starttlsTransport = (server: TestServer, key: string) =>
+/** nodemailer on the STARTTLS port, TLS required, the key as password; with `maxConnections`, a pool of that many. */
+const starttlsTransport = (server: TestServer, key: string, maxConnections?: number) =>
   nodemailer.createTransport({
+    ...(maxConnections === undefined ? {} : { pool: true, maxConnections, maxMessages: Infinity }),
     host: '127.0.0.1',
     port: server.submissionPort!,
     secure: false,
@@ -59,18 +60,6 @@ const starttlsTransport = (server: TestServer, key: string) =>
     tls: { rejectUnauthorized: false },
   });
 
-const pooledTransport = (server: TestServer, key: string, maxConnections: number) =>
-  nodemailer.createTransport({
-    pool: true,
-    maxConnections,
-    maxMessages: Infinity,
-    host: '127.0.0.1',
-    port: server.submissionPort!,
-    secure: false,
-    requireTLS: true,
-    auth: { user: 'usesend', pass: key },
-    tls: { rejectUnauthorized: false },
-  });
 
 const idOf = (response: string) => {
   const id = /^250 2\.0\.0 Queued as (\S+)$/.exec(response)?.[1];
@@ -100,7 +89,7 @@ describe('SMTP submission', () => {
   describe('a message from nodemailer over STARTTLS', () => {
     it('arrives DKIM-signed with its VERP Return-Path, every header, the attachment and the inline image, the Bcc recipient only in the envelope; the API shows it with its events', async () => {
       const { key, domain } = await teamWithDomain(server, 'rich', dns);
-      const transport = pooledTransport(server, key, 3);
+      const transport = starttlsTransport(server, key, 3);
       const html = '<p>Hello <b>Ada</b>, here is our logo: <img src="cid:logo@mailroom.test" alt="logo"></p>';
       try {
         const [rich, ...others] = await Promise.all([
@@ -416,7 +405,7 @@ describe('SMTP submission', () => {
   describe('volume', () => {
     it('50 messages through one pooled connection are each accepted exactly once', async () => {
       const { key, domain } = await teamWithDomain(server, 'one-connection');
-      const transport = pooledTransport(server, key, 1);
+      const transport = starttlsTransport(server, key, 1);
       try {
         const infos = await Promise.all(
           Array.from({ length: 50 }, (_, i) =>
