@@ -9,6 +9,7 @@
  * dispatcher draining the queue. Peak RSS is sampled across both, from a full garbage collection
  * after the import: what the import left alive counts, its garbage does not.
  */
+import { measureCeiling, type Ceiling } from './ceiling.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness } from './harness.js';
 
 export type CampaignsBenchResult = {
@@ -18,6 +19,10 @@ export type CampaignsBenchResult = {
   release: { recipientsPerSecond: number; seconds: number };
   delivery: { messagesPerSecond: number; seconds: number; receivedBySink: number };
   peakRssMb: number;
+  /** This machine's signed ceiling, measured in the same run once the campaign is delivered (bench/ceiling.ts). */
+  ceiling: Ceiling;
+  /** Delivered over the ceiling: the bar is ≥ 0.8 on PostgreSQL, ≥ 0.6 on PGlite. */
+  ratio: number;
 };
 
 export async function benchCampaigns(options: { databaseUrl?: string; contacts?: number; batchSize?: number } = {}): Promise<CampaignsBenchResult> {
@@ -33,13 +38,17 @@ export async function benchCampaigns(options: { databaseUrl?: string; contacts?:
     const releaseSeconds = await releaseAll(bench, campaign.id, total);
 
     const delivery = await bench.deliver();
+    const peakRssMb = bench.peakRssMb();
+    const ceiling = await measureCeiling({ poolSize: bench.server.deps.config.smtpPoolSize });
     return {
       database: bench.server.deps.dbKind,
       contacts: total,
       batchSize,
       release: { recipientsPerSecond: Math.round(total / releaseSeconds), seconds: Number(releaseSeconds.toFixed(2)) },
       delivery,
-      peakRssMb: bench.peakRssMb(),
+      peakRssMb,
+      ceiling,
+      ratio: Number((delivery.messagesPerSecond / ceiling.messagesPerSecond).toFixed(2)),
     };
   } finally {
     await bench.close();

@@ -38,18 +38,27 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
     const { body: second } = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench 2', variables: ['plan'] } });
     const concurrent = await importContacts(server.url, key, second.id, 2);
 
+    // Each request reads another of the book's contacts, as real reads do: one hot row would
+    // measure the cache, not the lookup.
     const load = await autocannon({
-      url: `${server.url}/v1/contactBooks/${book.body.id}/contacts/user4242@bench.example.com`,
+      url: server.url,
       headers: { authorization: `Bearer ${key}` },
       connections: CONNECTIONS,
       duration: LOAD_SECONDS,
+      requests: [{
+        setupRequest: (request) => ({
+          ...request,
+          path: `/v1/contactBooks/${book.body.id}/contacts/user${Math.floor(Math.random() * TOTAL)}@bench.example.com`,
+        }),
+      }],
     });
     return {
       database,
       bulkUpsert: { contacts: TOTAL, ...sequential },
       bulkUpsertTwoAtATime: { contacts: TOTAL, ...concurrent },
       getOne: {
-        requestsPerSecond: Math.round(load.requests.average),
+        // Only 2xx answers count; anything else is printed as errors.
+        requestsPerSecond: Math.round(load['2xx'] / load.duration),
         p50Ms: load.latency.p50,
         p99Ms: load.latency.p99,
         errors: load.errors + load.non2xx,

@@ -27,7 +27,8 @@ export async function benchEmails(options: { databaseUrl?: string; emails?: numb
       html: '<h1>Hello</h1><p>This is the <b>weekly</b> digest with a <a href="https://example.com">link</a>.</p>',
     });
     const accept = await autocannon({
-      url: `${bench.server.url}/v1/emails`, method: 'POST', connections: options.connections ?? 32, amount: total, body,
+      // Sampled every 10 ms: a run ends on a sample tick, and at a second its time is rounded up.
+      url: `${bench.server.url}/v1/emails`, method: 'POST', connections: options.connections ?? 32, amount: total, body, sampleInt: 10,
       headers: { authorization: `Bearer ${bench.apiKey}`, 'content-type': 'application/json' },
     });
     const delivery = await bench.deliver();
@@ -35,7 +36,8 @@ export async function benchEmails(options: { databaseUrl?: string; emails?: numb
       database: bench.server.deps.dbKind,
       emails: total,
       accept: {
-        requestsPerSecond: Math.round(total / (accept.duration || 1)),
+        // Only what was accepted counts; anything else is printed as errors.
+        requestsPerSecond: Math.round(accept['2xx'] / (accept.duration || 1)),
         p50Ms: accept.latency.p50,
         p99Ms: accept.latency.p99,
         errors: accept.non2xx + accept.errors,

@@ -21,6 +21,16 @@ import { scratchDatabase } from './postgres.js';
 
 export const SENDER = 'Bench <news@bench.example.com>';
 
+/** The settings the benchmarks' server runs with that are not the defaults (BENCHMARKS.md prints them). */
+export const BENCH_SETTINGS = {
+  ROLE: 'api',
+  RATE_LIMIT_PER_SECOND: '1000000',
+  SMTP_POOL_SIZE: '8',
+  DISPATCH_BATCH_SIZE: '200',
+  DISPATCH_POLL_MS: '50',
+  WEBHOOK_POLL_MS: '50',
+};
+
 const TSX = path.resolve('node_modules/.bin/tsx');
 
 // A full collection at a phase boundary, so a phase's peak RSS starts from the memory the process
@@ -107,6 +117,8 @@ export async function releaseAll(bench: Pick<BenchHarness, 'server'>, campaignId
 
 export type BenchHarness = {
   server: RunningService;
+  /** The scratch PostgreSQL database's URL; null on PGlite. */
+  databaseUrl: string | null;
   apiKey: string;
   /** Calls the API as the bench team; a non-2xx answer fails the benchmark. */
   api(method: string, route: string, body?: unknown): Promise<any>;
@@ -130,17 +142,18 @@ export async function startBenchHarness(databaseUrl?: string, options: { submiss
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
   // ROLE=api: the benchmark starts the workers itself, so each phase is measured alone.
   const config = loadConfig({
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ROLE: 'api', DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000',
-    SMTP_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_POOL_SIZE: '8', DISPATCH_BATCH_SIZE: '200', DISPATCH_CONCURRENCY: '4', DISPATCH_POLL_MS: '50',
+    ...BENCH_SETTINGS,
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', DATA_DIR: dataDir, SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     // For the webhook benchmark, whose receiver listens on loopback; unused by the others.
-    WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_POLL_MS: '50',
+    WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     // Off unless asked for: the defaults (2587, 2465) may be taken, and only the submission benchmark uses them.
     SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0',
   });
   // 0 set in code (not the environment, where it means off) takes a free port; implicit TLS stays off.
   if (options.submission) config.submissionPort = 0;
-  // PGlite is loaded only when used, as the service does (src/db/connection.ts): its code alone is ~40 MB of RSS.
-  const source = database ? { url: database.url, poolSize: 10 } : { pglite: await (await import('@electric-sql/pglite')).PGlite.create() };
+  // On PGlite, the service's own embedded database in DATA_DIR, on disk as a user runs it: one in
+  // memory would count every stored row in the process's RSS.
+  const source = database ? { url: database.url, poolSize: 10 } : { dataDir };
   const server = await startMailroom(config, { database: source, log: createLogger('error') });
   const { db } = server.deps;
   const { teamId, apiKey } = await createTeam({ db }, { name: 'bench' });
@@ -160,6 +173,7 @@ export async function startBenchHarness(databaseUrl?: string, options: { submiss
   const countAll = () => db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n'));
   return {
     server,
+    databaseUrl: database?.url ?? null,
     apiKey,
     api,
     resetPeakRss() {
@@ -181,7 +195,11 @@ export async function startBenchHarness(databaseUrl?: string, options: { submiss
       const seconds = (performance.now() - started) / 1000;
       await dispatcher.stop();
       const sent = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n) - deliveredBefore;
-      return { messagesPerSecond: Math.round(sent / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: (await sink.count()) - receivedBefore };
+      // The rate is what reached the sink; a message recorded as delivered that did not (or one
+      // that arrived twice) fails the run instead of flattering it.
+      const received = (await sink.count()) - receivedBefore;
+      if (received !== sent) throw new Error(`the sink received ${received} messages; ${sent} were recorded as delivered`);
+      return { messagesPerSecond: Math.round(received / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: received };
     },
     async close() {
       clearInterval(sampler);

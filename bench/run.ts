@@ -9,8 +9,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { CampaignsBenchResult } from './campaigns.js';
 import type { ContactsBenchResult } from './contacts.js';
+import type { AcceptBenchResult } from './accept.js';
 import type { EmailsBenchResult } from './emails.js';
+import { BENCH_SETTINGS } from './harness.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
+import type { RateLimitBenchResult } from './rate-limit.js';
 import type { SubmissionBenchResult } from './submission.js';
 import type { WebhooksBenchResult } from './webhooks.js';
 
@@ -49,6 +52,7 @@ async function webhooksBench(database: string, url: string): Promise<WebhooksBen
 const databases: Array<'postgres' | 'pglite'> = (await postgresReachable()) ? ['postgres', 'pglite'] : ['pglite'];
 if (databases.length === 1) console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
 
+const accept: AcceptBenchResult[] = [];
 const contacts: ContactsBenchResult[] = [];
 const emails: EmailsBenchResult[] = [];
 const campaigns: CampaignsBenchResult[] = [];
@@ -56,6 +60,8 @@ const webhooks: Array<WebhooksBenchResult | { database: string; failure: string 
 const submission: SubmissionBenchResult[] = [];
 for (const database of databases) {
   const url = database === 'postgres' ? benchPostgresUrl : '';
+  console.error(`accept path on ${database}…`);
+  accept.push(await inOwnProcess('accept', [url]));
   console.error(`contacts on ${database}…`);
   contacts.push(await inOwnProcess('contacts', [database]));
   console.error(`emails on ${database}…`);
@@ -67,6 +73,12 @@ for (const database of databases) {
   console.error(`SMTP submission on ${database}…`);
   submission.push(await inOwnProcess('submission', [url]));
 }
+// Only PostgreSQL shares the limit between processes; PGlite counts it in memory as before.
+let rateLimit: RateLimitBenchResult | null = null;
+if (databases.includes('postgres')) {
+  console.error('rate limit on postgres…');
+  rateLimit = await inOwnProcess('rate-limit', [benchPostgresUrl]);
+}
 
 const cpu = os.cpus();
 const [load1] = os.loadavg();
@@ -76,6 +88,26 @@ const lines = [
   `Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ` +
     `${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}. ` +
     `Load generator, server and SMTP sink share the same cores; load average ${load1?.toFixed(1)} when the run ended.`,
+  '',
+  `Settings that are not the defaults, in every benchmark's server: ${Object.entries(BENCH_SETTINGS).map(([name, value]) => `\`${name}=${value}\``).join(', ')}`,
+  '(a `ROLE=api` server, whose workers each benchmark starts itself, so that each phase is measured alone).',
+  '',
+  '## Accept path',
+  '',
+  '`POST /v1/emails` of mail scheduled a month ahead, so that only accepting runs, against a naive peer on the same',
+  'database (`bench/accept/naive-peer.ts`: node:http, a pg pool of 10, one `INSERT … RETURNING` per request, no key check,',
+  "no validation, no transaction). Same body, same load: autocannon's CLI in a process of its own, 32 connections, after",
+  'a warm-up of each, in rounds with the order turning. Only 2xx answers count; any other fails the run. Ratio: Mailroom',
+  "over the peer, accepted/s (the bar is ≥ 1.0) and p99 (the bar is ≤ 1.5). Server CPU: Mailroom's process per request.",
+  '',
+  '| Database | Requests | Mailroom (req/s) | p50 (ms) | p99 (ms) | Peer (req/s) | p50 (ms) | p99 (ms) | Ratio | p99 ratio | Server CPU (ms/req) | Load average |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ...accept.map(
+    (r) =>
+      `| ${r.database} | ${r.requests.toLocaleString('en')} | ${r.mailroom.acceptedPerSecond.toLocaleString('en')} | ${r.mailroom.p50Ms} | ${r.mailroom.p99Ms} | ` +
+      (r.peer ? `${r.peer.acceptedPerSecond.toLocaleString('en')} | ${r.peer.p50Ms} | ${r.peer.p99Ms} | ${r.ratio} | ${r.p99Ratio}` : '– | – | – | – | –') +
+      ` | ${r.mailroom.serverCpuMsPerRequest} | ${r.loadAverage} |`,
+  ),
   '',
   '## Contacts',
   '',
@@ -97,26 +129,31 @@ const lines = [
   'Emails accepted through `POST /v1/emails`, then delivered DKIM-signed over SMTP to a loopback smtp-server sink',
   'running in its own process. Accept and delivery are measured as separate phases.',
   '',
-  '| Database | Emails | Accept (req/s) | p50 (ms) | p99 (ms) | Delivered (msg/s) | Peak RSS (MB) |',
-  '|---|---|---|---|---|---|---|',
+  '| Database | Emails | Accept (2xx/s) | p50 (ms) | p99 (ms) | Not accepted | Delivered (msg/s) | Peak RSS (MB) |',
+  '|---|---|---|---|---|---|---|---|',
   ...emails.map(
     (r) =>
       `| ${r.database} | ${r.emails.toLocaleString('en')} | ${r.accept.requestsPerSecond.toLocaleString('en')} | ` +
-      `${r.accept.p50Ms} | ${r.accept.p99Ms} | ${r.delivery.messagesPerSecond.toLocaleString('en')} | ${r.peakRssMb} |`,
+      `${r.accept.p50Ms} | ${r.accept.p99Ms} | ${r.accept.errors} | ${r.delivery.messagesPerSecond.toLocaleString('en')} | ${r.peakRssMb} |`,
   ),
   '',
   '## Campaigns',
   '',
   'A campaign to a book of 100,000 contacts, personalised and DKIM-signed, delivered over SMTP to the same kind of sink.',
   'Release: all recipients turned into queued emails by the set-based releaser. Delivery: until the sink has every message.',
-  'Peak RSS is of the process running server, releaser and dispatcher (on PGlite it holds the database too).',
+  'Peak RSS is of the process running server, releaser and dispatcher (on PGlite it holds the database too). Ceiling',
+  '(`bench/ceiling.ts`, measured in the same run right after): 20,000 prebuilt unsigned personalised messages pushed',
+  'through a nodemailer pool of the same size to a fresh sink, and RSA-2048 signatures per second with every core signing;',
+  'one message needs both, so the ceiling is 1 / (1/pushed + 1/signed). Ratio: delivered over the ceiling (the bar is',
+  '≥ 0.8 on PostgreSQL, ≥ 0.6 on PGlite).',
   '',
-  '| Database | Contacts | Batch size | Release (recipients/s) | Delivered (msg/s) | Peak RSS (MB) |',
-  '|---|---|---|---|---|---|',
+  '| Database | Contacts | Batch size | Release (recipients/s) | Delivered (msg/s) | Peak RSS (MB) | Pushed unsigned (msg/s) | Signatures (/s, all cores) | Ceiling (msg/s) | Ratio |',
+  '|---|---|---|---|---|---|---|---|---|---|',
   ...campaigns.map(
     (r) =>
       `| ${r.database} | ${r.contacts.toLocaleString('en')} | ${r.batchSize.toLocaleString('en')} | ` +
-      `${r.release.recipientsPerSecond.toLocaleString('en')} | ${r.delivery.messagesPerSecond.toLocaleString('en')} | ${r.peakRssMb} |`,
+      `${r.release.recipientsPerSecond.toLocaleString('en')} | ${r.delivery.messagesPerSecond.toLocaleString('en')} | ${r.peakRssMb} | ` +
+      `${r.ceiling.pushedPerSecond.toLocaleString('en')} | ${r.ceiling.signaturesPerSecond.toLocaleString('en')} | ${r.ceiling.messagesPerSecond.toLocaleString('en')} | ${r.ratio} |`,
   ),
   '',
   '## Webhooks',
@@ -165,6 +202,28 @@ const lines = [
       `${r.smtpNoDelay.acceptedPerSecond.toLocaleString('en')} | ${r.smtpNoDelay.p50Ms} | ${r.smtpNoDelay.p99Ms} | ${r.ratioNoDelay} | ` +
       `${r.http.serverCpuMsPerMessage} / ${r.smtp.serverCpuMsPerMessage} / ${r.smtpNoDelay.serverCpuMsPerMessage} | ${r.peakRssMb} |`,
   ),
+  '',
+  '## Shared rate limit',
+  '',
+  `\`POST /v1/emails\` accepted by a \`ROLE=api\` server (no dispatcher) on a fresh PostgreSQL database, ${(rateLimit?.requests ?? 12_000).toLocaleString('en')} requests per mode`,
+  `from autocannon's CLI in a process of its own (${rateLimit?.connections ?? 32} connections), in ${rateLimit?.rounds ?? 6} rounds, each mode in turn with its share and the order`,
+  'turning from round to round, after a warm-up of each. Off: the team limit counted in the process\'s memory, as each',
+  'process did before it was shared. On: shared through `rate_limit_windows`, at 1,000,000/s (nothing refused; slices of',
+  `20,000, about one lease a second) and at ${(rateLimit?.onTight.limit ?? 5_000).toLocaleString('en')}/s (slices of 100: a lease every 100 requests, still nothing refused). Ratio: on over`,
+  'off accepted/s (the bar is 0.95); rounds: the lowest and highest ratio of one round, how much the machine moved meanwhile.',
+  "Server CPU: of the server's process per request (not the database's), which a busy machine moves less than a rate.",
+  '',
+  '| Database | Off (req/s) | p50 (ms) | p99 (ms) | On (req/s) | p50 (ms) | p99 (ms) | Ratio | Rounds | On, tight limit (req/s) | p50 (ms) | p99 (ms) | Ratio | Server CPU, off / on / tight (ms/req) | Load average |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ...(rateLimit
+    ? [
+        `| ${rateLimit.database} | ${rateLimit.off.requestsPerSecond.toLocaleString('en')} | ${rateLimit.off.p50Ms} | ${rateLimit.off.p99Ms} | ` +
+          `${rateLimit.on.requestsPerSecond.toLocaleString('en')} | ${rateLimit.on.p50Ms} | ${rateLimit.on.p99Ms} | ${rateLimit.ratio} | ` +
+          `${rateLimit.roundRatios.join('–')} | ${rateLimit.onTight.requestsPerSecond.toLocaleString('en')} | ${rateLimit.onTight.p50Ms} | ` +
+          `${rateLimit.onTight.p99Ms} | ${rateLimit.ratioTight} | ` +
+          `${rateLimit.off.serverCpuMsPerRequest} / ${rateLimit.on.serverCpuMsPerRequest} / ${rateLimit.onTight.serverCpuMsPerRequest} | ${rateLimit.loadAverage} |`,
+      ]
+    : ['| postgres | – | – | – | – | – | – | – | – | – | – | – | – | – | – |']),
   '',
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));

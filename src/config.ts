@@ -109,12 +109,17 @@ const envSchema = z.object({
     .default([]),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(128),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
+  RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  RETENTION_INTERVAL_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(3_600_000),
   SMTP_SUBMISSION_PORT: port(2587),
   SMTP_SUBMISSION_TLS_PORT: port(2465),
   SMTP_SUBMISSION_HOST: z.string().min(1).optional(),
   SMTP_SUBMISSION_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
   TLS_CERT_FILE: z.string().min(1).optional(),
   TLS_KEY_FILE: z.string().min(1).optional(),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  // What a bearer token can carry (see http/auth.ts).
+  METRICS_TOKEN: z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable ASCII characters, without spaces').optional(),
 }).refine((env) => (env.TLS_CERT_FILE === undefined) === (env.TLS_KEY_FILE === undefined), {
   path: ['TLS_CERT_FILE'],
   message: 'TLS_CERT_FILE and TLS_KEY_FILE are set together or not at all',
@@ -185,6 +190,10 @@ export type Config = {
   /** Calls in flight at once per process; one webhook takes at most half of them. */
   webhookConcurrency: number;
   webhookPollMs: number;
+  /** Emails keep their bodies and attachments, and webhook calls are kept, this many days. */
+  retentionDays: number;
+  /** How often a worker runs retention. */
+  retentionIntervalMs: number;
   /** The SMTP submission listeners (STARTTLS, implicit TLS); null: not started. 0 (only set by code) takes a free port. */
   submissionPort: number | null;
   submissionTlsPort: number | null;
@@ -192,6 +201,10 @@ export type Config = {
   submissionMaxBytes: number;
   /** PEM files of the submission listeners' certificate; null: a self-signed one kept in DATA_DIR. */
   tls: { certFile: string; keyFile: string } | null;
+  /** How long a stop (SIGTERM) may drain before the process exits anyway, leaving its claims to be taken over. */
+  shutdownTimeoutMs: number;
+  /** The bearer token GET /metrics asks for; null: /metrics is off. */
+  metricsToken: string | null;
 };
 
 export class ConfigError extends Error {}
@@ -261,11 +274,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowedHosts: e.WEBHOOK_ALLOWED_HOSTS,
     webhookConcurrency: e.WEBHOOK_CONCURRENCY,
     webhookPollMs: e.WEBHOOK_POLL_MS,
+    retentionDays: e.RETENTION_DAYS,
+    retentionIntervalMs: e.RETENTION_INTERVAL_MS,
     submissionPort: e.SMTP_SUBMISSION_PORT === 0 ? null : e.SMTP_SUBMISSION_PORT,
     submissionTlsPort: e.SMTP_SUBMISSION_TLS_PORT === 0 ? null : e.SMTP_SUBMISSION_TLS_PORT,
     submissionHost: e.SMTP_SUBMISSION_HOST ?? e.HOST,
     submissionMaxBytes: e.SMTP_SUBMISSION_MAX_BYTES,
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: path.resolve(e.TLS_CERT_FILE), keyFile: path.resolve(e.TLS_KEY_FILE) } : null,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    metricsToken: e.METRICS_TOKEN ?? null,
   };
 }
 

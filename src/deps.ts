@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { DatabaseKind, Db } from './db/connection.js';
 import type { Logger } from './log.js';
 import type { RecipientTokens } from './mail/tokens.js';
+import type { Metrics } from './metrics/metrics.js';
 import type { Signals } from './workers/signals.js';
 
 /**
@@ -29,4 +30,6 @@ export type Deps = {
   };
   /** Wakes this process's workers when a service made work due. */
   signals: Signals;
+  /** This process's Prometheus metrics (GET /metrics). */
+  metrics: Metrics;
 };

@@ -4,6 +4,7 @@ import { startReleaser, type Releaser } from './campaigns/releaser.js';
 import { parseCommand } from './cli/commands.js';
 import { controlSocketPath, serveControlSocket } from './cli/control-socket.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { queueStats } from './data/queue-stats.js';
 import type { DatabaseHandle, DatabaseSource } from './db/connection.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { openMigratedDatabase } from './db/migrate.js';
@@ -13,15 +14,19 @@ import { encryptPlaintextKeys } from './domains/stored-keys.js';
 import { startDomainWorker, type DomainWorker } from './domains/worker.js';
 import { startInboundSmtp, type InboundListener } from './feedback/inbound-smtp.js';
 import type { AppDeps } from './http/deps.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { teamRateLimiter } from './http/shared-rate-limit.js';
 import { createLogger, type Logger } from './log.js';
 import { RecipientTokens } from './mail/tokens.js';
+import { Metrics } from './metrics/metrics.js';
+import { startRetention, type RetentionWorker } from './retention/worker.js';
 import { loadSecret } from './secret.js';
 import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
+import { measuredTransport } from './sending/transports/measured.js';
 import { startHttpServer, type HttpServer } from './server.js';
 import { startSubmission, type Submission } from './submission/index.js';
 import { startWebhookSender, type WebhookSender } from './webhooks/sender.js';
+import { startWorkerRegistry, type WorkerRegistry } from './workers/registry.js';
 import { Signals } from './workers/signals.js';
 
 export type RunningService = {
@@ -81,6 +86,8 @@ type Parts = {
   releaser?: Releaser;
   dispatcher?: Dispatcher;
   webhookSender?: WebhookSender;
+  retention?: RetentionWorker;
+  workers?: WorkerRegistry;
   database?: DatabaseHandle;
 };
 
@@ -92,14 +99,17 @@ async function closeParts(parts: Parts): Promise<void> {
   await parts.releaser?.stop();
   await parts.dispatcher?.stop();
   await parts.webhookSender?.stop();
+  await parts.retention?.stop();
+  // Last of the workers: it marks this one stopped, so what it still holds is taken over at once.
+  await parts.workers?.stop();
   await parts.database?.close();
 }
 
 /**
- * Starts Mailroom: the database (migrated), the HTTP API and pages, unless ROLE=worker SMTP
- * submission, and, unless ROLE=api, the
- * inbound SMTP listener and the workers (domain checks, campaign release, dispatch, webhook calls), all sharing
- * one set of dependencies and one set of signals.
+ * Starts Mailroom: the database (migrated); unless ROLE=worker, the HTTP API, its pages and SMTP
+ * submission; unless ROLE=api, the inbound SMTP listener and the workers (domain checks, campaign
+ * release, dispatch, webhook calls, retention); on every role /health. All share one set of
+ * dependencies and one set of signals.
  */
 export async function startMailroom(
   config: Config,
@@ -116,12 +126,16 @@ export async function startMailroom(
     const encrypted = await encryptPlaintextKeys(database.db, keyVault);
     if (encrypted > 0) log.info('DKIM private keys stored in plain text by an earlier version were encrypted', { count: encrypted });
     const deps: AppDeps = {
-      db: database.db, dbKind: database.kind, config, log, tokens, keyVault, signals: new Signals(), rateLimiter: new RateLimiter(),
+      db: database.db, dbKind: database.kind, config, log, tokens, keyVault, signals: new Signals(),
+      metrics: new Metrics({ queue: () => queueStats(database.db, new Date()), poolInUse: database.inUse }),
+      rateLimiter: teamRateLimiter({ db: database.db, dbKind: database.kind, log }),
     };
-    const http = (parts.http = await startHttpServer(deps));
-    log.info('listening', { url: http.url, database: database.kind });
+    // Made before the port opens, so /health can ask the relay from the first request on.
+    const transport = config.role === 'api' ? null : measuredTransport(options.transport ?? createTransport(config), deps.metrics);
+    const http = (parts.http = await startHttpServer(deps, { api: config.role !== 'worker', relay: transport }));
+    log.info('listening', { url: http.url, database: database.kind, role: config.role });
     if (config.role !== 'worker') parts.submission = await startSubmission(deps);
-    if (config.role !== 'api') {
+    if (transport) {
       if (config.inboundSmtpPort !== null) {
         try {
           parts.inbound = await startInboundSmtp(deps, { host: config.inboundSmtpHost, port: config.inboundSmtpPort });
@@ -129,11 +143,13 @@ export async function startMailroom(
           throw new Error(`The inbound SMTP listener could not start on ${config.inboundSmtpHost}:${config.inboundSmtpPort} (INBOUND_SMTP_PORT): ${(error as Error).message}`);
         }
       }
-      parts.domainWorker = startDomainWorker(deps);
+      const claims = (parts.workers = await startWorkerRegistry(deps));
+      parts.domainWorker = startDomainWorker(deps, { claims });
       const campaigns = new CampaignRenderer(database.db, config, tokens);
-      parts.dispatcher = startDispatcher(deps, { transport: options.transport ?? createTransport(config), campaigns });
+      parts.dispatcher = startDispatcher(deps, { transport, campaigns, claims });
       parts.releaser = startReleaser(deps);
-      parts.webhookSender = startWebhookSender(deps);
+      parts.webhookSender = startWebhookSender(deps, { claims });
+      parts.retention = startRetention(deps);
     }
     let closing: Promise<void> | undefined;
     return {
@@ -167,6 +183,12 @@ async function run(): Promise<void> {
   // them, then closes everything, instead of killing the process half-started.
   const shutdown = (signal: string) => {
     log.info('shutting down', { signal });
+    // What is still claimed then is taken over by another worker within seconds (PostgreSQL) or
+    // let go at the next start (the embedded database): cut short, a drain loses nothing.
+    setTimeout(() => {
+      log.error('shutdown did not finish within SHUTDOWN_TIMEOUT_MS; exiting with work still claimed', { timeoutMs: config.shutdownTimeoutMs });
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     starting.then((service) => service.close()).then(
       () => process.exit(0),
       (error: unknown) => {

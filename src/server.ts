@@ -5,7 +5,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import { apiRoutes } from './api/index.js';
 import { ApiError } from './errors.js';
 import { recipientPages } from './feedback/pages.js';
-import { createApp } from './http/app.js';
+import { createApp, type AppParts } from './http/app.js';
 import type { AppDeps } from './http/deps.js';
 
 export type HttpServer = {
@@ -30,9 +30,12 @@ function answerUnreadableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
   socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
-/** The HTTP side of the process: the API and the recipients' pages, listening on PORT. */
-export async function startHttpServer(deps: AppDeps): Promise<HttpServer> {
-  const app = createApp(deps, { routes: apiRoutes, pages: recipientPages(deps) });
+/**
+ * The HTTP side of the process, listening on PORT: the API and the recipients' pages where
+ * `api` is set, /health always; `relay` is what /health asks whether mail can go out.
+ */
+export async function startHttpServer(deps: AppDeps, options: { api: boolean; relay: AppParts['relay'] }): Promise<HttpServer> {
+  const app = createApp(deps, { api: options.api ? { routes: apiRoutes, pages: recipientPages(deps) } : null, relay: options.relay });
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
   // Keep-alive sockets would otherwise hold a graceful close open until they time out.
   http.keepAliveTimeout = 5_000;

@@ -554,6 +554,17 @@ describe('routing', () => {
     }
   });
 
+  it('an unknown route under /v1 answers 404 before any key is asked for, and charges no rate limit', async () => {
+    for (const prefix of PREFIXES) {
+      const res = await server.call('POST', `${prefix}/nothing-here`, { body: { a: 1 } });
+      expectApiError(res, 404, 'NOT_FOUND', prefix);
+      expect(res.headers.get('x-ratelimit-limit')).toBeNull();
+      expectApiError(await server.call('GET', `${prefix}/contactBooks/a/b/c`, { key: 'not-a-key' }), 404, 'NOT_FOUND', prefix);
+    }
+    // A known path still wants its key.
+    expectApiError(await server.call('GET', '/v1/contactBooks'), 401, 'UNAUTHORIZED', 'known path');
+  });
+
   it('a wrong method on a known path answers 405 JSON with an Allow header, under /v1 and /api/v1', async () => {
     const byPath = new Map(apiRoutes.map((route) => [route.path, route]));
     await refusedWithoutChange([...byPath.values()], async (route) => {

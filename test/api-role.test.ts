@@ -78,3 +78,43 @@ describe('ROLE=api', () => {
     expect(logLines(worker.stderr()).find((line) => line.msg === 'dispatcher stopped')).toMatchObject({ sent: 1 });
   });
 });
+
+describe('ROLE=worker', () => {
+  it('serves only /health on its port: no API, no pages, no reference; /health names the role and what it depends on', async () => {
+    const worker = await startServerProcess(rig.env({ ROLE: 'worker' }));
+    const health = await call(worker.url, 'GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ status: 'ok', role: 'worker', database: usingPostgres() ? 'postgres' : 'pglite', checks: { database: 'ok', relay: 'ok' } });
+    for (const [method, path] of [['GET', '/v1/domains'], ['POST', '/v1/emails'], ['GET', '/api/v1/contactBooks'], ['GET', '/v1/openapi.json'], ['GET', '/docs'], ['GET', '/unsubscribe']]) {
+      const res = await call(worker.url, method!, path!, { key: 'any', body: method === 'POST' ? {} : undefined });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.error.code, `${method} ${path}`).toBe('NOT_FOUND');
+    }
+    expect((await worker.stop()).code).toBe(0);
+  });
+
+  it('/health answers 200 "degraded" while the SMTP relay does not answer: the worker still keeps mail and retries it', async () => {
+    const closed = await heldPort();
+    await closed.release();
+    const worker = await startServerProcess(rig.env({ ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${closed.port}` }));
+    const health = await call(worker.url, 'GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'degraded', role: 'worker', checks: { database: 'ok', relay: 'unavailable' } });
+    expect((await worker.stop()).code).toBe(0);
+  });
+
+  it.skipIf(!usingPostgres())('on PostgreSQL, two workers beside one API process send every email exactly once', async () => {
+    const team = await verifiedTeam();
+    const api = await startServerProcess(rig.env({ ROLE: 'api' }));
+    const ids = await Promise.all(Array.from({ length: 300 }, () => accept(api, team)));
+    const workers = await Promise.all([startServerProcess(rig.env({ ROLE: 'worker' })), startServerProcess(rig.env({ ROLE: 'worker' }))]);
+    await waitFor('every email at the sink', async () => rig.sink.received.length, (n) => n >= ids.length, 30_000);
+    for (const server of [api, ...workers]) expect((await server.stop()).code).toBe(0);
+    await rig.quiet();
+    expect(rig.copies(byEmailId)).toEqual(new Map(ids.map((id) => [id, 1])));
+    // Both took part: the test would prove nothing if one worker had sent everything.
+    const sentBy = workers.map((worker) => logLines(worker.stderr()).find((line) => line.msg === 'dispatcher stopped')?.sent ?? 0);
+    expect(sentBy.every((sent) => sent > 0), JSON.stringify(sentBy)).toBe(true);
+  });
+});
+

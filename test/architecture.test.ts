@@ -21,11 +21,13 @@ const LAYERS: string[][] = [
   ['domains'],
   ['webhooks'],
   ['events'],
+  ['retention'],
   ['deps'],
+  ['workers'],
   ['data'],
   ['db'],
   ['scheduling', 'validation', 'secret'],
-  ['mail', 'workers', 'smtp', 'config', 'errors', 'log', 'ids'],
+  ['mail', 'smtp', 'config', 'errors', 'log', 'ids', 'metrics'],
 ];
 const layerOf = new Map(LAYERS.flatMap((rooms, layer) => rooms.map((room) => [room, layer] as const)));
 

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killGroup, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { byRecipient, IN_FLIGHT_BOUND, startProcessRig, type ProcessRig } from './helpers/process-rig.js';
+import { byRecipient, IN_FLIGHT_BOUND, RECOVERY_MS, startProcessRig, type ProcessRig } from './helpers/process-rig.js';
 import { call } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
-const CONTACTS = 10_000;
+// Small enough that what is left after a kill is sent well within RECOVERY_MS on a loaded machine:
+// the bound is about claims let go at once, not about throughput.
+const CONTACTS = 3000;
 
 let rig: ProcessRig;
 
@@ -19,29 +21,20 @@ async function ok(server: ServerProcess, key: string, method: string, path: stri
   return res.body;
 }
 
-async function campaignReady(server: ServerProcess) {
-  const { key, from } = await rig.sendingTeam(server, 'campaign-crash.test');
-  const book = await ok(server, key, 'POST', '/v1/contactBooks', { name: 'Ten thousand' });
-  for (let start = 0; start < CONTACTS; start += 5000) {
-    const rows = Array.from({ length: 5000 }, (_, i) => ({ email: `c${start + i}@example.org`, firstName: `C${start + i}` }));
-    await ok(server, key, 'POST', `/v1/contactBooks/${book.id}/contacts/bulk`, rows);
-  }
-  return { key, body: { name: 'Crash', from, subject: 'Hi {{firstName}}', contactBookId: book.id, html: '<p>x</p>{{unsubscribeUrl}}', batchSize: 500, sendNow: true } };
-}
-
 describe('a campaign survives a kill -9', () => {
-  it(`every one of ${CONTACTS} contacts gets exactly one message, except at most the mail in flight at the kill`, async () => {
+  it(`every one of ${CONTACTS} contacts gets exactly one message, except at most the mail in flight at the kill, all within ${RECOVERY_MS / 1000} s of the restart`, async () => {
     const first = await startServerProcess(rig.env());
-    const { key, body } = await campaignReady(first);
+    const { key, body } = await rig.campaignReady(first, 'campaign-crash.test', CONTACTS);
     const campaign = await ok(first, key, 'POST', '/v1/campaigns', body);
-    await waitFor('campaign under way', async () => rig.sink.received.length, (n) => n >= 1500, 60_000);
+    await waitFor('campaign under way', async () => rig.sink.received.length, (n) => n >= 800, 60_000);
     killGroup(first.child);
     await first.exit;
     const atKill = rig.sink.received.length;
     expect(atKill, 'the kill came while the campaign was still sending').toBeLessThan(CONTACTS);
 
+    // With the default lease: only letting go of the dead process's claims at the start makes this bound.
     const second = await startServerProcess(rig.env());
-    const final = await waitFor('campaign SENT', () => ok(second, key, 'GET', `/v1/campaigns/${campaign.id}`), (c) => c.status === 'SENT', 120_000);
+    const final = await waitFor('campaign SENT', () => ok(second, key, 'GET', `/v1/campaigns/${campaign.id}`), (c) => c.status === 'SENT', RECOVERY_MS);
     expect((await second.stop()).code).toBe(0);
     await rig.quiet();
 

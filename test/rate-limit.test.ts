@@ -103,7 +103,6 @@ describe('rate limit', () => {
         ]);
       }
     }
-    answers.push(['an unknown route', await team.call('GET', '/v1/nothing')]);
     answers.push(['a wrong method', await team.call('PUT', '/api/v1/contactBooks')]);
     answers.push(['an absent id', await team.call('GET', '/v1/contactBooks/absent')]);
     for (const [what, res] of answers) {

@@ -37,7 +37,7 @@ describe('starting and stopping the service', () => {
     const server = await startServerProcess(childEnv({ DATA_DIR: dataDir }));
     const health = await call(server.url, 'GET', '/health');
     expect(health.status).toBe(200);
-    expect(health.body).toEqual({ status: 'ok', database: 'pglite' });
+    expect(health.body).toEqual({ status: 'ok', role: 'all', database: 'pglite', checks: { database: 'ok', relay: 'ok' } });
     expect(existsSync(lockFile(dataDir))).toBe(true);
 
     expect(await server.stop()).toEqual({ code: 0, signal: null });

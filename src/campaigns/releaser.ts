@@ -2,7 +2,7 @@ import { claimDueCampaign, finishCampaigns, releaseBatch, startCampaign } from '
 import type { Deps } from '../deps.js';
 import { addressOf, domainOf } from '../mail/address.js';
 
-export type ReleaserDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals'>;
+export type ReleaserDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals' | 'metrics'>;
 export type Releaser = {
   /** Releases every batch due now, then marks finished campaigns SENT; what the timer runs. */
   tick(): Promise<void>;
@@ -25,11 +25,12 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | null = null;
 
-  const releaseOne = async (): Promise<boolean> =>
-    db.transaction().execute(async (tx) => {
+  const releaseOne = async (): Promise<boolean> => {
+    const started = performance.now();
+    const released = await db.transaction().execute(async (tx) => {
       const at = now();
       const campaign = await claimDueCampaign(tx, at);
-      if (!campaign) return false;
+      if (!campaign) return null;
       const last = campaign.started_at ? campaign : await startCampaign(tx, campaign, at);
       const { scanned, released } = await releaseBatch(tx, {
         campaign,
@@ -40,8 +41,13 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
         nextAt: new Date(at.getTime() + campaign.batch_window_minutes * 60_000),
       });
       log.debug('campaign batch released', { campaignId: campaign.id, scanned, released });
-      return true;
+      return released;
     });
+    if (released === null) return false;
+    deps.metrics.releaseBatch((performance.now() - started) / 1000);
+    deps.metrics.emailsReached('QUEUED', released);
+    return true;
+  };
 
   const tick = () =>
     (running ??= (async () => {

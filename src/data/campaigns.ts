@@ -129,10 +129,10 @@ export async function releaseHeldEmails(db: Db, teamId: number, campaignId: stri
  * Cancels every email of the campaign not yet handed to SMTP (held or due, unclaimed), each with a
  * CANCELLED event and the webhook calls it owes, in one statement. Claimed rows are left to their
  * dispatcher, which finds the campaign gone and cancels them itself. Walks the campaign's mail
- * through emails_campaign_contact.
+ * through emails_campaign_contact. Answers how many were cancelled.
  */
-export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: string, now: Date) {
-  await sql`
+export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: string, now: Date): Promise<number> {
+  const result = await sql`
     WITH cancelled AS (
       UPDATE emails SET status = 'CANCELLED', send_at = NULL, updated_at = ${now}
       WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND claimed_by IS NULL
@@ -145,6 +145,7 @@ export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: s
     )
     INSERT INTO email_events (team_id, email_id, status, data, created_at)
     SELECT team_id, id, status, details, at FROM event`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }
 
 /** How many of the campaign's emails a dispatcher holds right now (emails_campaign_pending). */

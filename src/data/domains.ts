@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { DomainStatus, DomainsTable } from '../db/schema.js';
+import { claimIsFree } from './workers.js';
 
 // Everything a response may show: never the private key, never the worker's lease.
 const PUBLIC_COLUMNS = [
@@ -156,7 +157,7 @@ export async function scheduleCheckNow(db: Db, teamId: number, id: number, now: 
  */
 export async function claimDueDomains(
   db: Db,
-  claim: { now: Date; leaseUntil: Date; token: string; limit: number; id?: number },
+  claim: { now: Date; leaseUntil: Date; token: string; limit: number; id?: number; silent: readonly string[] },
 ): Promise<ClaimedDomain[]> {
   return (await db
     .updateTable('domains')
@@ -166,7 +167,7 @@ export async function claimDueDomains(
         .selectFrom('domains')
         .select('id')
         .where('next_check_at', '<=', claim.now)
-        .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<', claim.now)]));
+        .where(claimIsFree(sql.ref('claim_token'), sql.ref('claimed_until'), claim.now, claim.silent));
       if (claim.id !== undefined) due = due.where('id', '=', claim.id);
       return due.orderBy('next_check_at').limit(claim.limit).forUpdate().skipLocked();
     })

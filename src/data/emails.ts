@@ -3,6 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
 import type { OutgoingEmail } from '../mail/mime.js';
 import { emailEventCalls, isoSql } from './webhook-outbox.js';
+import { claimIsFree } from './workers.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 export type EmailEventRow = Pick<Selectable<EmailEventsTable>, 'email_id' | 'status' | 'data' | 'created_at'>;
@@ -20,6 +21,9 @@ export type NewEmail = OutgoingEmail & {
   templateId?: string | null;
 };
 
+/** The status an email is stored with. */
+export const firstStatus = (email: Pick<NewEmail, 'scheduledAt'>): EmailStatus => (email.scheduledAt ? 'SCHEDULED' : 'QUEUED');
+
 function emailValues(email: NewEmail): Insertable<EmailsTable> {
   return {
     team_id: email.teamId,
@@ -36,7 +40,7 @@ function emailValues(email: NewEmail): Insertable<EmailsTable> {
     headers: JSON.stringify(email.headers),
     attachments: JSON.stringify(email.attachments),
     message_id: email.messageId,
-    status: email.scheduledAt ? 'SCHEDULED' : 'QUEUED',
+    status: firstStatus(email),
     scheduled_at: email.scheduledAt,
     send_at: email.sendAt,
     created_at: email.createdAt,
@@ -148,19 +152,19 @@ export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 
 /**
  * Claims up to `limit` due emails for `leaseUntil`: pending rows whose time has come and that no
- * live lease holds, including those of a worker that died. One statement, so no transaction
+ * live claim holds (its lease ran out, or its worker is in `silent`). One statement, so no transaction
  * spans the sending; SKIP LOCKED lets any number of dispatchers claim side by side. Uses
  * emails_due (partial on send_at), then emails_id.
  */
 export async function claimDueEmails(
   db: Db,
-  claim: { now: Date; leaseUntil: Date; token: string; limit: number },
+  claim: { now: Date; leaseUntil: Date; token: string; limit: number; silent: readonly string[] },
 ): Promise<ClaimedEmail[]> {
   const { rows } = await sql<ClaimedEmail>`
     UPDATE emails SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     WHERE id IN (
       SELECT id FROM emails
-      WHERE send_at <= ${claim.now} AND (lease_until IS NULL OR lease_until < ${claim.now})
+      WHERE send_at <= ${claim.now} AND ${claimIsFree(sql.ref('claimed_by'), sql.ref('lease_until'), claim.now, claim.silent)}
       ORDER BY send_at LIMIT ${claim.limit}
       FOR UPDATE SKIP LOCKED
     )

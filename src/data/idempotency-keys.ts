@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -41,10 +40,4 @@ export async function findIdempotencyKey(db: Db, teamId: number, key: string) {
     .where('team_id', '=', teamId)
     .where('key', '=', key)
     .executeTakeFirst();
-}
-
-/** Uses idempotency_keys_created. */
-export async function deleteExpiredIdempotencyKeys(db: Db, now: Date): Promise<number> {
-  const result = await sql`DELETE FROM idempotency_keys WHERE created_at < ${new Date(now.getTime() - IDEMPOTENCY_TTL_MS)}`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { callDataSql } from './webhook-outbox.js';
+import { claimIsFree } from './workers.js';
 
 /** A call claimed for an attempt, with what posting it takes. */
 export type ClaimedCall = {
@@ -40,12 +41,16 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  */
 export async function claimDueCalls(
   db: Db,
-  claim: { now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number>; fronts: Map<string, string> },
+  claim: {
+    now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number>; fronts: Map<string, string>;
+    /** Workers whose claims are anyone's (see claimIsFree). */
+    silent: readonly string[];
+  },
 ): Promise<{ calls: ClaimedCall[]; more: boolean }> {
   const fronts = [...claim.fronts].map(([key, seq]) => ({ key, seq }));
   const { rows: queued } = await sql<QueuedCall>`
     SELECT q.team_id, q.webhook_id, q.id, q.seq::text AS seq, q.subject_key,
-      q.next_attempt_at <= ${claim.now} AND (q.lease_until IS NULL OR q.lease_until < ${claim.now}) AS due
+      q.next_attempt_at <= ${claim.now} AND ${claimIsFree(sql.ref('q.claimed_by'), sql.ref('q.lease_until'), claim.now, claim.silent)} AS due
     FROM (
       SELECT w.team_id, w.id, COALESCE(f.seq, 0) AS front
       FROM webhooks w LEFT JOIN jsonb_to_recordset(${JSON.stringify(fronts)}::jsonb) AS f(key text, seq bigint)
@@ -54,7 +59,7 @@ export async function claimDueCalls(
       ORDER BY random()
     ) w
     CROSS JOIN LATERAL (
-      SELECT c.team_id, c.webhook_id, c.id, c.seq, c.subject_key, c.next_attempt_at, c.lease_until FROM webhook_calls c
+      SELECT c.team_id, c.webhook_id, c.id, c.seq, c.subject_key, c.next_attempt_at, c.lease_until, c.claimed_by FROM webhook_calls c
       WHERE c.team_id = w.team_id AND c.webhook_id = w.id AND c.status = 'PENDING' AND c.seq >= w.front
       ORDER BY c.seq
       LIMIT ${QUEUE_WINDOW}
@@ -86,12 +91,25 @@ export async function claimDueCalls(
   // Found by their primary key alone. Written as a CASE, the check that a call is still free
   // cannot make the planner pick webhook_calls_queue (whose predicate it would match) and read
   // every pending call of the webhook: the embedded database's tables have no statistics.
+  // The queue's order can lag behind an event's: a call put at the back for its retry (moveToBack)
+  // may pass a later call of its subject written at that moment. So each call is also checked,
+  // by webhook_calls_pending_subject, against every earlier pending call of its subject, and one
+  // refused for that goes to the back (moveBehindEarlier): left at the front, enough of them would
+  // fill the window and hide the earlier calls they wait for.
   const { rows: claimed } = await sql<Omit<ClaimedCall, 'url' | 'secret'>>`
     UPDATE webhook_calls c SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
     WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id
-      AND CASE WHEN c.status = 'PENDING' THEN c.lease_until IS NULL OR c.lease_until < ${claim.now} ELSE false END
+      AND CASE WHEN c.status = 'PENDING' THEN ${claimIsFree(sql.ref('c.claimed_by'), sql.ref('c.lease_until'), claim.now, claim.silent)} ELSE false END
+      AND NOT EXISTS (
+        SELECT 1 FROM webhook_calls e
+        WHERE e.team_id = c.team_id AND e.webhook_id = c.webhook_id AND e.subject_key = c.subject_key
+          AND e.status = 'PENDING' AND e.created_at < c.created_at)
     RETURNING c.team_id, c.webhook_id, c.id, c.type, ${callDataSql('c')} AS data, c.attempt, c.created_at`.execute(db);
+  if (claimed.length < picked.length) {
+    const taken = new Set(claimed.map((call) => `${call.team_id}:${call.webhook_id}:${call.id}`));
+    await moveBehindEarlier(db, picked.filter((p) => !taken.has(`${p.team_id}:${p.webhook_id}:${p.id}`)));
+  }
   if (claimed.length === 0) return { calls: [], more };
   const keys = [...new Map(claimed.map((call) => [`${call.team_id}:${call.webhook_id}`, { team_id: call.team_id, id: call.webhook_id }])).values()];
   const { rows: targets } = await sql<{ team_id: number; id: string; url: string; secret: string }>`
@@ -181,6 +199,33 @@ export async function recordAttempts(db: Db, token: string, attempts: AttemptRec
       SELECT count(*)::int AS recorded FROM updated`.execute(db);
   await moveToBack(db, attempts.filter((a) => a.outcome === 'RETRY'));
   return rows[0]!.recorded;
+}
+
+/**
+ * Puts those of `calls` that an earlier pending call of their subject holds back at the back of
+ * their webhook's queue, in the order they were written (calls another sender claimed stay).
+ */
+async function moveBehindEarlier(db: Db, calls: { team_id: number; webhook_id: string; id: string }[]): Promise<void> {
+  await sql`
+    WITH held AS (
+      SELECT c.team_id, c.webhook_id, c.id, c.created_at
+      FROM jsonb_to_recordset(${JSON.stringify(calls)}::jsonb) AS p(team_id integer, webhook_id text, id text)
+      CROSS JOIN LATERAL (
+        SELECT * FROM webhook_calls c
+        WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id AND CASE WHEN c.status = 'PENDING' THEN true ELSE false END
+        OFFSET 0
+      ) c
+      WHERE EXISTS (
+        SELECT 1 FROM webhook_calls e
+        WHERE e.team_id = c.team_id AND e.webhook_id = c.webhook_id AND e.subject_key = c.subject_key
+          AND e.status = 'PENDING' AND e.created_at < c.created_at)
+    ), renumbered AS (
+      SELECT team_id, webhook_id, id, nextval(pg_get_serial_sequence('webhook_calls', 'seq')) AS seq
+      FROM (SELECT * FROM held ORDER BY created_at OFFSET 0) h
+    )
+    UPDATE webhook_calls c SET seq = n.seq
+    FROM renumbered n
+    WHERE c.team_id = n.team_id AND c.webhook_id = n.webhook_id AND c.id = n.id`.execute(db);
 }
 
 /**

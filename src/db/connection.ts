@@ -9,7 +9,13 @@ import type { Database } from './schema.js';
 export type Db = Kysely<Database>;
 export type DatabaseKind = 'postgres' | 'pglite';
 
-export type DatabaseHandle = { db: Db; kind: DatabaseKind; close(): Promise<void> };
+export type DatabaseHandle = {
+  db: Db;
+  kind: DatabaseKind;
+  close(): Promise<void>;
+  /** Connections running a statement or holding a transaction now. */
+  inUse(): number;
+};
 
 export type DatabaseSource =
   | { url: string; poolSize?: number }
@@ -26,16 +32,20 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
     // the pool and replaced on demand; unheard, the pool's 'error' event would end the process.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: 'postgres', close: () => db.destroy() };
+    return { db, kind: 'postgres', close: () => db.destroy(), inUse: () => pool.totalCount - pool.idleCount };
   }
-  const pglite = 'pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata'));
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: pgliteWithCopy(pglite) }) });
-  return { db, kind: 'pglite', close: () => db.destroy() };
+  const pglite = pgliteWithCopy('pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata')));
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  // Its one connection is busy while anything is under way, whether running or waiting its turn.
+  return { db, kind: 'pglite', close: () => db.destroy(), inUse: () => Math.min(pglite.running, 1) };
 }
 
 async function openPGlite(dir: string): Promise<PGlite> {
   // Loaded only here: a service on PostgreSQL never carries the embedded database's code.
-  const pglite = await (await import('@electric-sql/pglite')).PGlite.create(dir);
+  // The embedded database's buffer cache is memory of this process. Half of PostgreSQL's default
+  // keeps a 100,000-contact campaign under 600 MB at its peak (128 MB: ~660 MB) for the same rate
+  // of release; what does not fit stays in the OS page cache.
+  const pglite = await (await import('@electric-sql/pglite')).PGlite.create(dir, { postgresqlconf: ['shared_buffers = 64MB'] });
   // PGlite's file system sets the modes of the files it writes itself, whatever the umask: a new
   // cluster's files come out 0666 and the catalog cache files 0644 (PostgreSQL's own are 0600).
   await removeOthersAccess(dir);

@@ -97,9 +97,20 @@ function query(target: PGlite | Transaction, text: string, params?: unknown[], o
   return target.query(fromBlob, [], { ...options, blob: new Blob([params[0].text]) });
 }
 
-/** The PGlite instance as Kysely's dialect sees it, running CopyRows queries as COPY. */
-export function pgliteWithCopy(pglite: PGlite): KyselyPGlite {
+/**
+ * The PGlite instance as Kysely's dialect sees it, running CopyRows queries as COPY, and counting
+ * the statements and transactions under way (`running`: PGlite runs them one at a time).
+ */
+export function pgliteWithCopy(pglite: PGlite): KyselyPGlite & { readonly running: number } {
+  let running = 0;
+  const counted = <T>(work: Promise<T>): Promise<T> => {
+    running++;
+    return work.finally(() => running--);
+  };
   return {
+    get running() {
+      return running;
+    },
     get closed() {
       return pglite.closed;
     },
@@ -110,8 +121,8 @@ export function pgliteWithCopy(pglite: PGlite): KyselyPGlite {
       return pglite.waitReady;
     },
     close: () => pglite.close(),
-    query: (text, params, options) => query(pglite, text, params, options) as never,
+    query: (text, params, options) => counted(query(pglite, text, params, options)) as never,
     transaction: (callback) =>
-      pglite.transaction((tx) => callback({ query: (text, params, options) => query(tx, text, params, options) as never, rollback: () => tx.rollback() })),
+      counted(pglite.transaction((tx) => callback({ query: (text, params, options) => query(tx, text, params, options) as never, rollback: () => tx.rollback() }))),
   };
 }

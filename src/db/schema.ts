@@ -126,6 +126,8 @@ export interface EmailsTable {
   contact_book_id: Optional<string>;
   /** The template the email was rendered from, when it named one. */
   template_id: Optional<string>;
+  /** When retention dropped html, text and attachments (RETENTION_DAYS after it was sent). */
+  body_dropped_at: Optional<Date>;
 }
 
 export interface TemplatesTable {

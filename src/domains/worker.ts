@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Resolver } from 'node:dns/promises';
 import * as domains from '../data/domains.js';
 import type { Deps } from '../deps.js';
+import { ownClaims, type Claims } from '../workers/registry.js';
 import { createDnsResolver, evaluateCheck, lookUpRecords } from './checker.js';
 
 export type DomainWorkerDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals'>;
@@ -17,7 +17,8 @@ const LEASE_MS = 120_000;
  * them; a domainCheckDue signal has a domain checked at once (the service has already made it due,
  * so a worker of another process claims it on its next poll).
  */
-export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
+export function startDomainWorker(deps: DomainWorkerDeps, options: { claims?: Claims } = {}): DomainWorker {
+  const claims = options.claims ?? ownClaims();
   const resolver = createDnsResolver(deps.config);
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
@@ -30,7 +31,7 @@ export function startDomainWorker(deps: DomainWorkerDeps): DomainWorker {
   const claimAndCheck = async (limit: number, id?: number) => {
     const now = new Date();
     const claimed = await domains.claimDueDomains(deps.db, {
-      now, leaseUntil: new Date(now.getTime() + LEASE_MS), token: randomUUID(), limit, id,
+      now, leaseUntil: new Date(now.getTime() + LEASE_MS), token: claims.token(), limit, id, silent: claims.silent(),
     });
     await Promise.all(claimed.map((domain) => checkClaimed(deps, resolver, domain)));
     return claimed.length;

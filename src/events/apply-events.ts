@@ -1,6 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { SuppressionReason } from '../db/schema.js';
 import { addSuppressions, appendEvents, countKinds, countOnce, unsubscribeRecipients, type Counted, type NewEvent } from '../data/email-events.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { guardReputation, type GuardDeps } from './reputation-guard.js';
 
 export type EventInput = NewEvent & {
@@ -13,9 +14,9 @@ export type EventInput = NewEvent & {
  * a tracking hit): appends it (once per dedupe key), moves the email's status by precedence,
  * counts each email once per kind on its campaign and its domain's day, suppresses the addresses it
  * names, and takes a campaign recipient who bounced hard or complained out of the book's mailing.
- * Runs in the caller's transaction; answers what was newly counted.
+ * Runs in the caller's transaction; answers the events appended and what was newly counted.
  */
-export async function applyEvents(tx: Db, events: EventInput[], now: Date): Promise<Counted[]> {
+export async function applyEvents(tx: Db, events: EventInput[], now: Date): Promise<{ appended: NewEvent[]; counted: Counted[] }> {
   const appended = await appendEvents(tx, events, now);
   await addSuppressions(
     tx,
@@ -34,12 +35,19 @@ export async function applyEvents(tx: Db, events: EventInput[], now: Date): Prom
     ),
     now,
   );
-  return counted;
+  return { appended, counted };
+}
+
+export type EventDeps = GuardDeps & { metrics: Pick<Metrics, 'emailsReached'> };
+
+/** The status changes of committed events, for mailroom_emails_total. */
+export function countStatusChanges(metrics: EventDeps['metrics'], appended: NewEvent[]): void {
+  for (const event of appended) metrics.emailsReached(event.status);
 }
 
 /** Applies events in a transaction of their own, then has the reputation guard look at what they counted. */
-export async function recordEvents(deps: GuardDeps, events: EventInput[]): Promise<Counted[]> {
-  const counted = await deps.db.transaction().execute((tx) => applyEvents(tx, events, new Date()));
+export async function recordEvents(deps: EventDeps, events: EventInput[]): Promise<void> {
+  const { appended, counted } = await deps.db.transaction().execute((tx) => applyEvents(tx, events, new Date()));
+  countStatusChanges(deps.metrics, appended);
   await guardReputation(deps, counted);
-  return counted;
 }

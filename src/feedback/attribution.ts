@@ -4,14 +4,13 @@ import type { Deps } from '../deps.js';
 import { verifyHeaderSignature } from '../domains/dkim.js';
 import { findEmailForFeedback, type FeedbackEmail } from '../data/emails.js';
 import type { EmailStatus } from '../db/schema.js';
-import { recordEvents, type EventInput } from '../events/apply-events.js';
-import type { GuardDeps } from '../events/reputation-guard.js';
+import { recordEvents, type EventDeps, type EventInput } from '../events/apply-events.js';
 import { addressOf } from '../mail/address.js';
 import { parseFeedbackTag, parseVerp, returnPathHost, type TaggedEmail, type VerpAddress } from '../mail/verp.js';
 import { unsubscribe } from '../services/subscriptions.js';
 import type { DsnRecipient, Report } from './reports.js';
 
-export type FeedbackDeps = GuardDeps & Pick<Deps, 'tokens'> & { config: GuardDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
+export type FeedbackDeps = EventDeps & Pick<Deps, 'tokens'> & { config: EventDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
 
 /** The email an address on a return-path host names, when that host is its domain's. */
 async function emailAt(deps: FeedbackDeps, emailId: string, host: string): Promise<FeedbackEmail | null> {

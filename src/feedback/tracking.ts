@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { findEmailForFeedback } from '../data/emails.js';
-import { recordEvents, type EventInput } from '../events/apply-events.js';
-import type { GuardDeps } from '../events/reputation-guard.js';
+import { recordEvents, type EventDeps, type EventInput } from '../events/apply-events.js';
 
 /** A tracking hit on an email, kept once per dedupe key; false when no such email exists. */
-async function recordTracking(deps: GuardDeps, emailId: string, event: Pick<EventInput, 'status' | 'data' | 'dedupeKey'>): Promise<boolean> {
+async function recordTracking(deps: EventDeps, emailId: string, event: Pick<EventInput, 'status' | 'data' | 'dedupeKey'>): Promise<boolean> {
   const email = await findEmailForFeedback(deps.db, emailId);
   if (!email) return false;
   await recordEvents(deps, [{ teamId: email.team_id, emailId, ...event }]);
@@ -15,9 +14,9 @@ async function recordTracking(deps: GuardDeps, emailId: string, event: Pick<Even
 export type Reader = { userAgent: string | null; ip: string | null };
 
 /** The first open of an email (the pixel loaded). */
-export const recordOpen = (deps: GuardDeps, emailId: string, reader: Reader) =>
+export const recordOpen = (deps: EventDeps, emailId: string, reader: Reader) =>
   recordTracking(deps, emailId, { status: 'OPENED', data: { ...reader }, dedupeKey: 'open' });
 
 /** The first click on each link of an email. */
-export const recordClick = (deps: GuardDeps, emailId: string, url: string, reader: Reader) =>
+export const recordClick = (deps: EventDeps, emailId: string, url: string, reader: Reader) =>
   recordTracking(deps, emailId, { status: 'CLICKED', data: { url, ...reader }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { z } from 'zod';
-import { ping } from '../db/connection.js';
 import { ApiError } from '../errors.js';
 import { parseOrThrow, validationError } from '../validation.js';
 import { authMiddleware, type AuthContext } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
+import { healthRoute } from './health.js';
 import { readJsonBody, sendError, sendJson } from './json.js';
+import { metricsRoute, requestMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { bySpecificity, type RouteDef } from './route.js';
 
@@ -17,15 +18,24 @@ type Env = { Variables: { auth: AuthContext; requestId: string } };
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const API_PREFIX = /^\/(?:api\/)?v1(?=\/|$)/;
 
+export type AppParts = {
+  /** The API and the pages; null on a worker, whose port answers only /health (and /metrics). */
+  api: { routes: RouteDef[]; pages: Hono } | null;
+  /** What /health asks whether mail can go out; null where this process sends none. */
+  relay: { check(): Promise<void> } | null;
+};
+
 /**
  * The HTTP app: the API routes under /v1 (and /api/v1) behind the key check, the interactive
  * reference, and the pages that need no key (the recipients' pages), all with the one error shape.
  */
-export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hono }) {
-  const routes = [...parts.routes].sort(bySpecificity);
+export function createApp(deps: AppDeps, parts: AppParts) {
+  const routes = [...(parts.api?.routes ?? [])].sort(bySpecificity);
   const openApi = buildOpenApi(routes);
   const app = new Hono<Env>();
+  const v1 = new Hono<Env>();
 
+  app.use('*', requestMetrics(deps));
   app.use('*', async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -33,38 +43,6 @@ export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hon
     c.header('X-Request-Id', requestId);
     await next();
   });
-
-  app.get('/health', async (c) => {
-    try {
-      await ping(deps.db);
-      return sendJson(c, { status: 'ok', database: deps.dbKind });
-    } catch (error) {
-      deps.log.error('health check failed', { error, requestId: c.get('requestId') });
-      return sendJson(c, { status: 'unavailable', database: deps.dbKind }, 503);
-    }
-  });
-  app.route('/docs', docsRoutes());
-  app.route('/', parts.pages);
-
-  const v1 = new Hono<Env>();
-  v1.get('/openapi.json', (c) => sendJson(c, openApi));
-  v1.use('*', authMiddleware(deps));
-  // After auth, so only a known team's requests are read (a chunked body is buffered to measure
-  // it), each one is charged to its rate limit, and a 413 carries the rate-limit headers too.
-  v1.use(
-    '*',
-    bodyLimit({
-      maxSize: deps.config.maxBodyBytes,
-      onError: () => {
-        throw new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit of ${deps.config.maxBodyBytes} bytes`);
-      },
-    }),
-  );
-  for (const route of routes) {
-    v1.on(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, ':$1'), (c) => handle(c, route, deps));
-  }
-  app.route('/v1', v1);
-  app.route('/api/v1', v1);
 
   const matchers = routes.map((route) => ({
     method: route.method.toUpperCase(),
@@ -77,6 +55,45 @@ export function createApp(deps: AppDeps, parts: { routes: RouteDef[]; pages: Hon
     const prefix = API_PREFIX.exec(path);
     return prefix ? path.slice(prefix[0].length) : null;
   };
+  app.route('/health', healthRoute(deps, parts.relay));
+  app.route('/metrics', metricsRoute(deps));
+
+  v1.get('/openapi.json', (c) => sendJson(c, openApi));
+  // Before auth: a path no route serves is the same 404 for anyone, and costs no key lookup.
+  v1.use('*', async (c, next) => {
+    const rest = apiPath(c.req.path);
+    if (rest !== null && !matchers.some((m) => m.pattern.test(rest))) throw new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`);
+    await next();
+  });
+  v1.use('*', authMiddleware(deps));
+  // After auth, so only a known team's requests are read (a chunked body is buffered to measure
+  // it), each one is charged to its rate limit, and a 413 carries the rate-limit headers too.
+  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the limit of ${deps.config.maxBodyBytes} bytes`);
+  const limitStream = bodyLimit({
+    maxSize: deps.config.maxBodyBytes,
+    onError: () => {
+      throw tooLarge();
+    },
+  });
+  v1.use('*', async (c, next) => {
+    // node reads no more than a declared Content-Length: checking the number is enough, and leaves
+    // the body to be read straight from the socket instead of through a web stream built per request.
+    const declared = c.req.header('content-length');
+    if (declared === undefined || c.req.header('transfer-encoding') !== undefined) return limitStream(c, next);
+    if (Number(declared) > deps.config.maxBodyBytes) throw tooLarge();
+    await next();
+  });
+  for (const route of routes) {
+    v1.on(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, ':$1'), (c) => handle(c, route, deps));
+  }
+  if (parts.api) {
+    app.route('/docs', docsRoutes());
+    app.route('/', parts.api.pages);
+    // Mounted once complete: Hono copies a sub-app's routes when it is mounted.
+    app.route('/v1', v1);
+    app.route('/api/v1', v1);
+  }
+
   /** Every error of a route that keeps the legacy shape has it, whatever refused the call (key, limit, body, rules). */
   const respondError = (c: Context, error: ApiError) => {
     // Refused before its body was read (no key, over a limit, no route): the rest of the body is

@@ -8,7 +8,7 @@ import { RateLimiter, type RateDecision } from './rate-limit.js';
 export type { AuthContext };
 
 // The scheme is case-insensitive and may be followed by several spaces (RFC 9110 §11.4).
-const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
+export const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/i;
 
 function refuseOverLimit(c: Context, decision: RateDecision, message: string): never {
   c.header('Retry-After', String(decision.resetSeconds));
@@ -36,7 +36,7 @@ export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { 
     }
     c.set('auth', auth);
 
-    const decision = deps.rateLimiter.take(auth.teamId, auth.rateLimitPerSecond ?? deps.config.rateLimitPerSecond);
+    const decision = await deps.rateLimiter.take(auth.teamId, auth.rateLimitPerSecond ?? deps.config.rateLimitPerSecond);
     c.header('X-RateLimit-Limit', String(decision.limit));
     c.header('X-RateLimit-Remaining', String(decision.remaining));
     c.header('X-RateLimit-Reset', String(decision.resetSeconds));

@@ -1,4 +1,4 @@
 import type { Deps } from '../deps.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { TeamRateLimiter } from './rate-limit.js';
 
-export type AppDeps = Deps & { rateLimiter: RateLimiter };
+export type AppDeps = Deps & { rateLimiter: TeamRateLimiter };

@@ -1,8 +1,21 @@
 export type RateDecision = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
 
 /**
- * Fixed windows per key (a team, a client address), kept in this process's memory. Each API node
- * enforces the limit on its own share of the traffic.
+ * A team's requests per second, as the entrances (HTTP, SMTP submission) charge them: answered at
+ * once from memory, or after a trip to the database when the limit is shared (shared-rate-limit.ts).
+ */
+export type TeamRateLimiter = {
+  take(teamId: number, limit: number): RateDecision | Promise<RateDecision>;
+  /** Gives back one request counted in the current window (one that turned out not to count). */
+  refund(teamId: number): void;
+};
+
+/** Whole seconds until the window `window` (of `windowMs`) ends, at least 1: what Retry-After says. */
+export const secondsToReset = (window: number, windowMs: number, ms: number) => Math.max(1, Math.ceil(((window + 1) * windowMs - ms) / 1000));
+
+/**
+ * Fixed windows per key (a team, a client address), kept in this process's memory: exact where one
+ * process holds the database (PGlite), and the per-address throttle of failed authentications.
  */
 export class RateLimiter<K = number> {
   private readonly windows = new Map<K, { window: number; count: number }>();
@@ -43,7 +56,7 @@ export class RateLimiter<K = number> {
       allowed,
       limit,
       remaining: Math.max(0, limit - entry.count),
-      resetSeconds: Math.max(1, Math.ceil(((window + 1) * this.windowMs - ms) / 1000)),
+      resetSeconds: secondsToReset(window, this.windowMs, ms),
     };
   }
 

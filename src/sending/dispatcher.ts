@@ -1,19 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import * as emails from '../data/emails.js';
 import type { ClaimedEmail } from '../data/emails.js';
-import { deleteExpiredIdempotencyKeys } from '../data/idempotency-keys.js';
 import type { Deps } from '../deps.js';
 import { KeyVaultError } from '../domains/key-vault.js';
 import { addressOf } from '../mail/address.js';
 import { compose, signedMessage, type CampaignComposer, type CampaignMail } from './compose.js';
 import { DomainSettingsCache } from './domain-settings.js';
-import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, type Outcome } from './outcomes.js';
+import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, releasedOutcome, type Outcome } from './outcomes.js';
 import type { Transport } from './transports/index.js';
+import { ownClaims, type Claims } from '../workers/registry.js';
 
-export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault'>;
+export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault' | 'metrics'>;
 export type Dispatcher = { stop(): Promise<void> };
-
-const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
 
 /**
  * Claims due emails in batches under a lease, composes, signs and hands each to the transport,
@@ -21,9 +18,9 @@ const IDEMPOTENCY_SWEEP_MS = 10 * 60_000;
  * flight; that many batches are all a crash can send twice. Campaign mail is rendered by the
  * composer it is given.
  */
-export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transport; campaigns: CampaignComposer }): Dispatcher {
+export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transport; campaigns: CampaignComposer; claims?: Claims }): Dispatcher {
   const { db, config, log } = deps;
-  const { transport, campaigns } = parts;
+  const { transport, campaigns, claims = ownClaims() } = parts;
   const domains = new DomainSettingsCache(deps);
   const inFlight = new Set<Promise<void>>();
   const totals = { claimed: 0, sent: 0, written: 0 };
@@ -31,7 +28,6 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   let claiming: Promise<void> | null = null;
   let wakeAgain = false;
   let timer: NodeJS.Timeout | undefined;
-  let lastSweep = 0;
 
   /** One attempt at one email; null when its claim is about to run out and it is left to the next claimant. */
   const send = async (email: ClaimedEmail, campaignMail: CampaignMail | undefined, suppressed: Set<string>, leaseUntil: Date): Promise<Outcome | null> => {
@@ -45,7 +41,11 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     if (composed.envelope.to.length === 0) {
       return finalOutcome(email, 'SUPPRESSED', { recipients: composed.skipped, reason: 'every recipient is on the suppression list' });
     }
-    const result = await transport.send(email.id, await signedMessage(composed, domain, new Date()), composed.envelope);
+    const message = await signedMessage(composed, domain, new Date());
+    // A stop lets the messages already with the relay finish and gives the rest back, so a drain
+    // takes one SMTP exchange, not a whole batch.
+    if (stopped) return releasedOutcome(email, new Date());
+    const result = await transport.send(email.id, message, composed.envelope);
     if (result.kind === 'sent') totals.sent++;
     return outcomeOf(email, result, composed.skipped, new Date(), config);
   };
@@ -82,9 +82,9 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
 
   const claimOnce = async (): Promise<boolean> => {
     const now = new Date();
-    const token = randomUUID();
+    const token = claims.token();
     const leaseUntil = new Date(now.getTime() + config.dispatchLeaseMs);
-    const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize });
+    const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize, silent: claims.silent() });
     if (batch.length === 0) return false;
     totals.claimed += batch.length;
     const work = processBatch(token, leaseUntil, batch).catch((error: unknown) =>
@@ -100,12 +100,6 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     return batch.length === config.dispatchBatchSize;
   };
 
-  const sweep = async () => {
-    if (Date.now() - lastSweep < IDEMPOTENCY_SWEEP_MS) return;
-    lastSweep = Date.now();
-    await deleteExpiredIdempotencyKeys(db, new Date());
-  };
-
   /** Claims while there is room and due mail, then waits for a wake-up, a finished batch or the poll. */
   function pump(): void {
     if (stopped) return;
@@ -114,21 +108,21 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
       return;
     }
     clearTimeout(timer);
-    claiming = (async () => {
-      try {
-        let more = true;
-        while (!stopped && inFlight.size < config.dispatchConcurrency && (more || wakeAgain)) {
-          wakeAgain = false;
-          more = await claimOnce();
-        }
-        await sweep();
-      } catch (error) {
-        log.error('claiming due emails failed', { error });
-      } finally {
+    const claimWhileRoom = async () => {
+      let more = true;
+      while (!stopped && inFlight.size < config.dispatchConcurrency && (more || wakeAgain)) {
+        wakeAgain = false;
+        more = await claimOnce();
+      }
+    };
+    // Reset in a callback, which runs after this assignment even when there was no room to claim
+    // and the loop above finished without waiting for anything.
+    claiming = claimWhileRoom()
+      .catch((error: unknown) => log.error('claiming due emails failed', { error }))
+      .finally(() => {
         claiming = null;
         if (!stopped) timer = setTimeout(pump, config.dispatchPollMs);
-      }
-    })();
+      });
   }
 
   const unsubscribe = [deps.signals.on('emailsDue', pump), deps.signals.on('domainChanged', (domainId) => domains.forget(domainId))];

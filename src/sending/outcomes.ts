@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import * as emails from '../data/emails.js';
 import type { ClaimedEmail, ClaimRelease } from '../data/emails.js';
 import type { Deps } from '../deps.js';
-import { applyEvents, type EventInput } from '../events/apply-events.js';
+import { applyEvents, countStatusChanges, type EventInput } from '../events/apply-events.js';
 import { guardReputation } from '../events/reputation-guard.js';
 import { envelopeOf } from '../mail/mime.js';
 import { outgoingEmail } from './compose.js';
@@ -69,6 +69,9 @@ export const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED
 /** Back as it was, without a send time: the mail of a paused campaign waits for its resume. */
 export const heldOutcome = (email: ClaimedEmail): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [] });
 
+/** An email let go unsent, due again at once: what a stopping dispatcher does with mail it has not begun to send. */
+export const releasedOutcome = (email: ClaimedEmail, now: Date): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: now, events: [] });
+
 // Outcomes are retried this often before the batch is left to its lease (and so may go out twice).
 const WRITE_TRIES = 5;
 
@@ -78,7 +81,7 @@ const WRITE_TRIES = 5;
  * reputation guard looks at what was counted. Answers how many rows were written.
  */
 export async function recordOutcomes(
-  deps: Pick<Deps, 'db' | 'config' | 'log'>,
+  deps: Pick<Deps, 'db' | 'config' | 'log' | 'metrics'>,
   token: string,
   outcomes: Outcome[],
   stopped: () => boolean,
@@ -86,13 +89,14 @@ export async function recordOutcomes(
   for (let attempt = 1; ; attempt++) {
     try {
       const now = new Date();
-      const { written, counted } = await deps.db.transaction().execute(async (tx) => {
+      const { written, appended, counted } = await deps.db.transaction().execute(async (tx) => {
         const written = await emails.releaseClaims(tx, token, outcomes, now);
         const events = outcomes
           .filter((outcome) => written.has(outcome.id))
           .flatMap((outcome) => outcome.events.map((event) => ({ ...event, teamId: outcome.teamId, emailId: outcome.id, dedupeKey: null })));
-        return { written, counted: await applyEvents(tx, events, now) };
+        return { written, ...(await applyEvents(tx, events, now)) };
       });
+      countStatusChanges(deps.metrics, appended);
       await guardReputation(deps, counted);
       return written.size;
     } catch (error) {

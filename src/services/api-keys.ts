@@ -7,6 +7,7 @@ import { findTeam } from '../data/teams.js';
 import { ApiError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Caller } from './caller.js';
+import { perDatabase, RECENT_READ_TTL_MS, RecentReads } from './recent-reads.js';
 
 /** The caller a key stands for, with what the HTTP layer enforces: its permission and rate limit. */
 export type AuthContext = Caller & {
@@ -44,9 +45,22 @@ export async function createApiKey(
   return { id: row.id, apiKey: token, permission: row.permission, domainId: row.domain_id };
 }
 
+type ActiveKey = Awaited<ReturnType<typeof keys.findActiveKeyByHash>>;
+
+// Every request presents its key: reading it once a second instead of once a request takes a
+// round trip off each call. A key revoked (or a team's limit changed) by another process takes
+// effect here within that second; by this process, at once.
+const recentKeys = perDatabase(() => new RecentReads<string, ActiveKey>(RECENT_READ_TTL_MS, (row) => row !== undefined));
+
+/** Forgets the keys this process read lately: after anything that revokes a key or changes what it carries. */
+export function forgetRecentKeys(db: KeyDeps['db']): void {
+  recentKeys(db).clear();
+}
+
 export async function authenticate({ db }: KeyDeps, token: string): Promise<AuthContext | null> {
   if (!token.startsWith(TOKEN_PREFIX)) return null;
-  const row = await keys.findActiveKeyByHash(db, hashToken(token));
+  const hash = hashToken(token);
+  const row = await recentKeys(db).get(hash, () => keys.findActiveKeyByHash(db, hash));
   if (!row) return null;
   return {
     teamId: row.team_id,
@@ -75,6 +89,7 @@ export async function listApiKeys({ db }: KeyDeps, { teamId }: { teamId: number 
 /** Revoking twice is harmless: the key stays revoked from the first time. */
 export async function revokeApiKey({ db }: KeyDeps, { id }: { id: string }) {
   const revoked = await keys.revokeApiKey(db, id);
+  forgetRecentKeys(db);
   if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
   const existing = await keys.findApiKey(db, id);
   if (!existing) throw notFound(`API key ${id}`);

@@ -16,7 +16,7 @@ import { assertDomainInScope, type Caller } from './caller.js';
 import { mailboxes } from './emails.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
-export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
+export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'metrics'>;
 
 export const PAGE_SIZE = 30;
 // Pause and delete wait this long at most for mail a dispatcher is handing to SMTP right now.
@@ -252,11 +252,12 @@ export async function resumeCampaign(deps: CampaignDeps, caller: Caller, { campa
 
 /** Deletes in any state; mail not yet handed to SMTP is cancelled in the same transaction. */
 export async function deleteCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
-  const deleted = await move(deps, caller, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
-    await campaigns.cancelCampaignEmails(tx, caller.teamId, id, now);
+  const { deleted, cancelled } = await move(deps, caller, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
+    const cancelled = await campaigns.cancelCampaignEmails(tx, caller.teamId, id, now);
     await campaigns.deleteCampaignRow(tx, caller.teamId, id);
-    return toCampaign(row);
+    return { deleted: toCampaign(row), cancelled };
   });
+  deps.metrics.emailsReached('CANCELLED', cancelled);
   await settleInFlight(deps, caller.teamId, id);
   return deleted;
 }

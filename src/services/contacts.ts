@@ -9,7 +9,10 @@ import { newSortableId } from '../ids.js';
 import type { Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 
-export type ContactDeps = Pick<Deps, 'db'>;
+export type ContactDeps = Pick<Deps, 'db' | 'metrics'>;
+
+/** Confirmation emails a transaction queued, counted in the metrics once it has committed. */
+type Queued = { emails: number };
 
 export type ContactInput = {
   email?: string;
@@ -121,17 +124,20 @@ function changedFields(current: ContactFields, input: ContactInput): ContactFiel
  * concurrent request just created): their violation is the caller's 409, not a 500.
  */
 async function inBook<T>(
-  db: Db,
+  deps: ContactDeps,
   target: { teamId: number; bookId: string; lock: BookLock; email?: string },
-  work: (tx: Db, book: Book) => Promise<T>,
+  work: (tx: Db, book: Book, queued: Queued) => Promise<T>,
 ): Promise<T> {
   const { teamId, bookId, lock, email } = target;
+  const queued: Queued = { emails: 0 };
   try {
-    return await db.transaction().execute(async (tx) => {
+    const result = await deps.db.transaction().execute(async (tx) => {
       const book = await contacts.findBookForContacts(tx, teamId, bookId, lock);
       if (!book) throw notFound('Contact book');
-      return work(tx, book);
+      return work(tx, book, queued);
     });
+    deps.metrics.emailsReached('QUEUED', queued.emails);
+    return result;
   } catch (error) {
     const violation = contacts.uniqueViolation(error);
     if (violation === 'email') {
@@ -157,23 +163,24 @@ function confirmationDue(book: Book, current: ContactStateRow, now: number) {
   return book.double_opt_in_enabled && current.pending_confirmation && now - lastSent >= CONFIRMATION_INTERVAL_MS;
 }
 
-/** Applies the changes; a contact added again (`readded`) may be due its confirmation again. */
-async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: Book) {
+/** Applies the changes; a contact added again (`readded` to its book) may be due its confirmation again. */
+async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: { book: Book; queued: Queued }) {
   const next = changedFields(fieldsOf(current), input);
   if (next) {
     await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
     await enqueueContactEvents(tx, caller.teamId, current.contact_book_id, [current.id], 'contact.updated', new Date());
   }
-  if (readded && confirmationDue(readded, current, Date.now())) {
-    await queueConfirmations(tx, caller, readded, [{ id: current.id, email: next?.email ?? current.email }]);
+  if (readded && confirmationDue(readded.book, current, Date.now())) {
+    readded.queued.emails += await queueConfirmations(tx, caller, readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
   }
   return { contactId: current.id };
 }
 
-async function create(tx: Db, caller: Caller, book: Book, id: string, email: string, input: ContactInput) {
+async function create(tx: Db, caller: Caller, book: Book, queued: Queued, contact: { id: string; email: string; input: ContactInput }) {
+  const { id, email, input } = contact;
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
   await enqueueContactEvents(tx, caller.teamId, book.id, [id], 'contact.created', new Date());
-  if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [{ id, email }]);
+  if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [{ id, email }]);
   return { contactId: id };
 }
 
@@ -190,12 +197,12 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
     // next time; renaming goes through PATCH or a PUT keyed by id.
     throw invalid('email', `must be the address in the path (${key.email}) when the contact is addressed by email`);
   }
-  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
-    if (current) return update(tx, caller, current, input, book);
+    if (current) return update(tx, caller, current, input, { book, queued });
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
-    return create(tx, caller, book, 'id' in key ? key.id : newSortableId(), email, input);
+    return create(tx, caller, book, queued, { id: 'id' in key ? key.id : newSortableId(), email, input });
   });
 }
 
@@ -203,17 +210,17 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
 export async function createContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
   const { teamId } = caller;
   const { contactBookId: bookId, contact: input } = request;
-  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book) => {
+  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
-    if (current) return update(tx, caller, current, input, book);
-    return create(tx, caller, book, newSortableId(), input.email, input);
+    if (current) return update(tx, caller, current, input, { book, queued });
+    return create(tx, caller, book, queued, { id: newSortableId(), email: input.email, input });
   });
 }
 
 export async function updateContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
   const { teamId } = caller;
   const { contactBookId: bookId, contactId, contact: input } = request;
-  return inBook(deps.db, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
+  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
     const current = await contacts.findContact(tx, teamId, bookId, keyOf(contactId), true);
     if (!current) throw notFound('Contact');
     return update(tx, caller, current, input);
@@ -252,16 +259,16 @@ function splitKeys(contactIds: string[]) {
 
 // Deletes take the book's shared lock too: a bulk upsert, which locks the book exclusively before
 // its contacts, then never waits on contacts a delete holds (which could deadlock).
-export async function deleteContact({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
-  return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
+export async function deleteContact(deps: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
+  return inBook(deps, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
     const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys([contactId]));
     if (count === 0) throw notFound('Contact');
     return { success: true };
   });
 }
 
-export async function bulkDeleteContacts({ db }: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
-  return inBook(db, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
+export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
+  return inBook(deps, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
     const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys(contactIds));
     return { success: true, count };
   });
@@ -274,7 +281,7 @@ export async function bulkDeleteContacts({ db }: ContactDeps, { teamId }: Caller
  * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
  * locked exclusively, so no other write can add an address between the read and the insert.
  */
-export async function bulkUpsertContacts({ db }: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
+export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
   const { teamId } = caller;
   const errors: BulkError[] = [];
   const valid: Array<{ index: number; contact: ContactInput & { email: string } }> = [];
@@ -283,7 +290,7 @@ export async function bulkUpsertContacts({ db }: ContactDeps, caller: Caller, { 
     else errors.push({ index, email: row.email, message: row.message });
   });
 
-  const counts = await inBook(db, { teamId, bookId, lock: 'update' }, async (tx, book) => {
+  const counts = await inBook(deps, { teamId, bookId, lock: 'update' }, async (tx, book, queued) => {
     const keys = await contacts.emailKeys(tx, valid.map((row) => row.contact.email));
     const firstIndexOf = new Map<string, number>();
     const unique: Array<{ key: string; contact: ContactInput & { email: string } }> = [];
@@ -321,7 +328,7 @@ export async function bulkUpsertContacts({ db }: ContactDeps, caller: Caller, { 
       await contacts.updateContacts(tx, teamId, bookId, updates);
       await enqueueContactEvents(tx, teamId, bookId, inserts.map((row) => row.id), 'contact.created', new Date());
       await enqueueContactEvents(tx, teamId, bookId, updates.map((row) => row.id), 'contact.updated', new Date());
-      if (book.double_opt_in_enabled) await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
+      if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
       created += inserts.length;
     }
     return { created, updated: unique.length - created };

@@ -8,7 +8,9 @@ import { registrableParts, requiredRecords, type RecordKind } from '../domains/d
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { asciiHostname } from '../mail/address.js';
 import { validationError } from '../validation.js';
+import { forgetRecentKeys } from './api-keys.js';
 import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
+import { forgetRecentSenders } from './verified-sender.js';
 
 export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault'>;
 
@@ -150,6 +152,8 @@ export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
     return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
   });
+  forgetRecentKeys(deps.db);
+  forgetRecentSenders(deps.db);
   deps.signals.emit('domainChanged', id);
   return deleted;
 }

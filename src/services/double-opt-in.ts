@@ -34,9 +34,10 @@ function confirmationHtml(content: string): string {
  * Stores the confirmation emails for these contacts in the caller's transaction (the email row is
  * the job), and records when they went. The body keeps its {{doubleOptInUrl}} placeholder; the
  * dispatcher puts in the signed link when it sends, and picks the rows up on its next poll.
+ * Answers how many were queued.
  */
-export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOptInBook, recipients: { id: string; email: string }[]) {
-  if (recipients.length === 0 || !book.double_opt_in_from) return;
+export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOptInBook, recipients: { id: string; email: string }[]): Promise<number> {
+  if (recipients.length === 0 || !book.double_opt_in_from) return 0;
   const { teamId } = caller;
   const { mailbox, domain } = await assertVerifiedSender(tx, teamId, book.double_opt_in_from, 'doubleOptInFrom');
   assertDomainInScope(caller, domain.id, `send confirmations from ${domain.name}`);
@@ -58,4 +59,5 @@ export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOpt
   });
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) await insertEmails(tx, rows.slice(start, start + INSERT_CHUNK));
   await markConfirmationSent(tx, teamId, book.id, recipients.map((contact) => contact.id), now);
+  return rows.length;
 }

@@ -5,6 +5,7 @@ import type { EmailStatus, StoredAttachment } from '../db/schema.js';
 import { findDomainSummary } from '../data/domains.js';
 import * as emails from '../data/emails.js';
 import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
+import { GroupedWrites } from '../data/grouped-writes.js';
 import type { TemplateRow } from '../data/templates.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
 import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
@@ -18,7 +19,7 @@ import { assertDomainInScope, type Caller } from './caller.js';
 import { renderFromTemplate, templatesByIds } from './templates.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
-export type EmailDeps = Pick<Deps, 'db' | 'config' | 'signals'>;
+export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'signals' | 'metrics'>;
 
 export const MAX_RECIPIENTS = 50;
 
@@ -179,6 +180,25 @@ async function threadsOf(db: Db, caller: Caller, inputs: EmailInput[]): Promise<
   return threads;
 }
 
+/** Statements of accepted mail in flight at once on PostgreSQL: the rest of the pool stays free for everything else. */
+const ACCEPT_STATEMENTS_IN_FLIGHT = 4;
+const acceptedMail = new WeakMap<Db, GroupedWrites<NewEmail>>();
+
+/**
+ * Mail accepted without an Idempotency-Key needs no transaction: its one statement stores the
+ * rows, their first events and their webhook calls, all or none; and the requests that arrive
+ * together share one statement (group commit).
+ */
+function storeAccepted(deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]): Promise<void> {
+  let writes = acceptedMail.get(deps.db);
+  if (!writes) {
+    // The embedded database runs one statement at a time anyway.
+    writes = new GroupedWrites((all) => emails.insertEmails(deps.db, all), deps.dbKind === 'pglite' ? 1 : ACCEPT_STATEMENTS_IN_FLIGHT);
+    acceptedMail.set(deps.db, writes);
+  }
+  return writes.add(rows);
+}
+
 const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
 
 /**
@@ -214,23 +234,32 @@ async function createEmails<R>(
   });
   const response = respond(rows.map((row) => row.id));
   const { idempotencyKey } = request;
+  if (idempotencyKey === null) {
+    await storeAccepted(deps, rows);
+    accepted(deps, rows);
+    return response;
+  }
   const stored = await deps.db.transaction().execute(async (tx) => {
-    if (idempotencyKey !== null) {
-      const hash = requestHash(request.kind, request.inputs);
-      const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: hash, response, now });
-      if (!taken) {
-        const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
-        if (first.request_hash !== hash) {
-          throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
-        }
-        return first.response as R;
+    const hash = requestHash(request.kind, request.inputs);
+    const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: hash, response, now });
+    if (!taken) {
+      const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
+      if (first.request_hash !== hash) {
+        throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
       }
+      return first.response as R;
     }
     await emails.insertEmails(tx, rows);
     return response;
   });
-  if (stored === response) deps.signals.emit('emailsDue');
+  if (stored === response) accepted(deps, rows);
   return stored;
+}
+
+/** What follows a commit of new mail: it is counted, and this process's dispatcher woken. */
+function accepted(deps: Pick<Deps, 'metrics' | 'signals'>, rows: NewEmail[]): void {
+  for (const row of rows) deps.metrics.emailsReached(emails.firstStatus(row));
+  deps.signals.emit('emailsDue');
 }
 
 export const sendEmail = (deps: EmailDeps, caller: Caller, input: { email: EmailInput; idempotencyKey: string | null }) =>
@@ -332,6 +361,7 @@ export async function cancelEmail(deps: EmailDeps, caller: Caller, input: { emai
   const row = await findOwnEmail(deps.db, caller, id);
   const changed = await emails.changeSchedule(deps.db, caller.teamId, id, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
   if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'cancelled');
+  deps.metrics.emailsReached('CANCELLED');
   return { emailId: id };
 }
 

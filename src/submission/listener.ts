@@ -115,9 +115,11 @@ export async function startSubmissionListener(
     },
     onMailFrom(_address, session, callback) {
       const caller = callerOf(session);
-      const decision = deps.rateLimiter.take(caller.teamId, caller.rateLimitPerSecond ?? config.rateLimitPerSecond);
-      if (decision.allowed) return callback();
-      callback(smtpError(451, `4.7.0 Rate limit of ${decision.limit} messages per second exceeded; try again in ${decision.resetSeconds} s`));
+      // The shared limiter answers after a trip to the database when its slice is used up; it never rejects.
+      void Promise.resolve(deps.rateLimiter.take(caller.teamId, caller.rateLimitPerSecond ?? config.rateLimitPerSecond)).then((decision) => {
+        if (decision.allowed) return callback();
+        callback(smtpError(451, `4.7.0 Rate limit of ${decision.limit} messages per second exceeded; try again in ${decision.resetSeconds} s`));
+      });
     },
     onRcptTo(address, _session, callback) {
       callback(normalizeEmail(address.address) ? undefined : smtpError(553, `5.1.3 ${address.address} is not a valid email address`));

@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
 import type { Deps } from '../deps.js';
+import { ownClaims, type Claims } from '../workers/registry.js';
 import { AllowList, systemLookup } from './address-guard.js';
 import { callBody } from './payload.js';
 import { WebhookPoster, type PostResult } from './post.js';
 import { signedHeaders } from './signing.js';
 
-export type WebhookSenderDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'log' | 'keyVault' | 'signals'>;
+export type WebhookSenderDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'log' | 'keyVault' | 'signals' | 'metrics'>;
 export type WebhookSender = { stop(): Promise<void> };
 
 /** Attempts are recorded in batches of up to this many, at most this long after they ended. */
@@ -65,7 +65,7 @@ function attemptOutcome(
  * out and which are claimed again: delivery is at least once, each attempt of a call carrying the
  * same webhook-id so a receiver can drop a repeat.
  */
-export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: WebhookPoster } = {}): WebhookSender {
+export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: WebhookPoster; claims?: Claims } = {}): WebhookSender {
   const { db, config, log } = deps;
   const poster = options.poster ?? new WebhookPoster({
     allow: new AllowList(config.webhookAllowedHosts),
@@ -74,7 +74,8 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     // perWebhook bounds each webhook; webhooks sharing a host share its connections.
     maxSocketsPerHost: config.webhookConcurrency,
   });
-  const token = randomUUID();
+  const claims = options.claims ?? ownClaims();
+  const token = claims.token();
   // Past the slowest attempt and the wait to record it, so a lease only runs out when its sender
   // died (or its database stalled that long: the call is then sent again, which at-least-once allows).
   const leaseMs = config.webhookTimeoutMs + 15_000;
@@ -135,6 +136,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       try {
         await recordAttempts(db, token, batch.map((item) => item.record), new Date(), config.webhookAutoDisableAfter);
         for (const { record } of batch) {
+          deps.metrics.webhookCall(record.outcome.toLowerCase());
           if (record.outcome === 'DELIVERED') totals.delivered++;
           else if (record.outcome === 'RETRY') totals.retried++;
           else totals.failed++;
@@ -174,7 +176,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     if (free <= 0) return false;
     const now = new Date();
     const { calls, more } = await claimDueCalls(db, {
-      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts,
+      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts, silent: claims.silent(),
     });
     for (const call of calls) start(call);
     // Claiming again at once helps only when this claim found slots to fill.

@@ -12,6 +12,11 @@ export const DISPATCH_BATCH_SIZE = 50;
 export const DISPATCH_CONCURRENCY = 4;
 /** The most mail one dispatcher has claimed and not yet recorded: all a crash may send twice. */
 export const IN_FLIGHT_BOUND = DISPATCH_BATCH_SIZE * DISPATCH_CONCURRENCY;
+/**
+ * After a kill -9, how soon a restarted service (or a surviving worker) has sent everything, with
+ * the default lease: what a dead process claimed is taken over at once, not when its lease ends.
+ */
+export const RECOVERY_MS = 30_000;
 
 export type ProcessRig = {
   dns: TestDnsServer;
@@ -22,6 +27,11 @@ export type ProcessRig = {
   env(extra?: Record<string, string>): NodeJS.ProcessEnv;
   /** A new team (through the CLI) whose domain passed verification against the loopback DNS server. */
   sendingTeam(server: ServerProcess, domain: string): Promise<{ key: string; from: string; domainId: number }>;
+  /**
+   * A sending team with a book of `contacts` contacts (c0@example.org, …) and the body of a campaign
+   * to them, sent now in batches of 500: everything but the POST /v1/campaigns that starts it.
+   */
+  campaignReady(server: ServerProcess, domain: string, contacts: number): Promise<{ key: string; body: Record<string, unknown> }>;
   /**
    * Waits until no client has a session open at the sink: every process that sent has hung up (or
    * died), so every message that will ever arrive has. Counting copies belongs after this.
@@ -60,12 +70,10 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
       DISPATCH_CONCURRENCY: String(DISPATCH_CONCURRENCY),
       DISPATCH_POLL_MS: '50',
       CAMPAIGN_POLL_MS: '50',
-      // Long enough for a batch to be sent, short enough for a restart to reclaim a dead one's.
-      DISPATCH_LEASE_SECONDS: '5',
       ...extra,
     });
 
-  return {
+  const rig: ProcessRig = {
     dns,
     sink,
     database,
@@ -85,6 +93,20 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
       );
       return { key, from: `news@${domain}`, domainId: created.body.id };
     },
+    async campaignReady(server, domain, contacts) {
+      const { key, from } = await rig.sendingTeam(server, domain);
+      const post = async (path: string, body: unknown) => {
+        const res = await call(server.url, 'POST', path, { key, body });
+        expect(res.status, `POST ${path}: ${JSON.stringify(res.body)}`).toBe(200);
+        return res.body;
+      };
+      const book = await post('/v1/contactBooks', { name: 'Campaign readers' });
+      for (let start = 0; start < contacts; start += 5000) {
+        const rows = Array.from({ length: Math.min(5000, contacts - start) }, (_, i) => ({ email: `c${start + i}@example.org`, firstName: `C${start + i}` }));
+        await post(`/v1/contactBooks/${book.id}/contacts/bulk`, rows);
+      }
+      return { key, body: { name: 'Readers', from, subject: 'Hi {{firstName}}', contactBookId: book.id, html: '<p>x</p>{{unsubscribeUrl}}', batchSize: 500, sendNow: true } };
+    },
     quiet: () => waitFor('every session at the sink closed', async () => sink.openSessions(), (open) => open === 0, 30_000).then(() => {}),
     copies(keyOf) {
       const copies = new Map<string, number>();
@@ -99,4 +121,5 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+  return rig;
 }

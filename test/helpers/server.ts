@@ -3,7 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
-import { RateLimiter } from '../../src/http/rate-limit.js';
+import { teamRateLimiter } from '../../src/http/shared-rate-limit.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { startMailroom, type RunningService } from '../../src/main.js';
 import { createApiKey } from '../../src/services/api-keys.js';
@@ -46,7 +46,7 @@ export async function startTestServer(
   }
   const server = await startMailroom(config, { database: database.source, log: options.log ?? createLogger(config.logLevel) });
   // The app reads its limiter from deps on every request.
-  if (options.rateLimitClock) server.deps.rateLimiter = new RateLimiter(1000, options.rateLimitClock);
+  if (options.rateLimitClock) server.deps.rateLimiter = teamRateLimiter(server.deps, options.rateLimitClock);
   const { db } = server.deps;
   return {
     ...server,

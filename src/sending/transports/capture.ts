@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Feedback, Transport } from './types.js';
 
@@ -44,6 +44,10 @@ export function captureTransport(outbox: string): Transport {
       const file = path.join(outbox, `${emailId}.eml`);
       await writeFile(file, message, { mode: 0o600 });
       return { kind: 'sent', response: `250 captured as ${path.basename(file)}`, rejected: [], feedback: simulate(envelope.to) };
+    },
+    async check() {
+      await ready;
+      await access(outbox, constants.W_OK);
     },
     close: async () => {},
   };

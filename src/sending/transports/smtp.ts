@@ -97,6 +97,10 @@ export function smtpTransport(options: SmtpOptions): Transport {
         return classifySmtpError(error as SmtpError);
       }
     },
+    // Connects, greets and logs in as a send would, then quits: the relay's answer right now.
+    check: async () => {
+      await transporter.verify();
+    },
     close: async () => transporter.close(),
   };
 }

@@ -25,5 +25,7 @@ export type DeliveryResult =
 export interface Transport {
   readonly name: 'smtp' | 'capture';
   send(emailId: string, message: Buffer, envelope: Envelope): Promise<DeliveryResult>;
+  /** Rejects when mail could not go out now (the relay does not answer or refuses our login). */
+  check(): Promise<void>;
   close(): Promise<void>;
 }
