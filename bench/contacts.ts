@@ -1,7 +1,9 @@
 /**
- * Contacts: bulk upsert of 100,000 contacts as 10 requests of 10,000, then GET one contact under
- * autocannon load. The server runs as its own process (`src/main.ts`), as in production, so the
- * load generator does not share its event loop.
+ * Contacts: bulk upsert of 100,000 contacts as 10 requests of 10,000 into an empty book, and again
+ * into a book that already holds a million (new contacts, then changes to existing ones: the cost
+ * of a request must not grow with the book); then GET one contact under autocannon load. The
+ * server runs as its own process (`src/main.ts`), as in production, so the load generator does
+ * not share its event loop.
  *
  *   npx tsx bench/contacts.ts [postgres]
  */
@@ -16,10 +18,13 @@ export type ContactsBenchResult = {
   bulkUpsert: { contacts: number; seconds: number; contactsPerSecond: number };
   /** The same import with two requests in flight, as an importer may send them. */
   bulkUpsertTwoAtATime: { contacts: number; seconds: number; contactsPerSecond: number };
+  /** The same import into a book of BIG_BOOK contacts: new ones, then the same number changed. */
+  bigBook: { contacts: number; newPerSecond: number; changedPerSecond: number };
   getOne: { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; connections: number; seconds: number };
 };
 
 const TOTAL = 100_000;
+const BIG_BOOK = 1_000_000;
 const PER_REQUEST = 10_000;
 const LOAD_SECONDS = 10;
 const CONNECTIONS = 20;
@@ -34,9 +39,13 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
     await cli(['team', 'set-rate-limit', '--team', String(teamId), '--per-second', '1000000'], env);
     const book = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench', variables: ['plan'] } });
 
-    const sequential = await importContacts(server.url, key, book.body.id, 1);
+    const sequential = await importContacts(server.url, key, book.body.id, { from: 0, inFlight: 1 });
     const { body: second } = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench 2', variables: ['plan'] } });
-    const concurrent = await importContacts(server.url, key, second.id, 2);
+    const concurrent = await importContacts(server.url, key, second.id, { from: 0, inFlight: 2 });
+    const { body: big } = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench big', variables: ['plan'] } });
+    for (let from = 0; from < BIG_BOOK; from += TOTAL) await importContacts(server.url, key, big.id, { from, inFlight: 1 });
+    const bigNew = await importContacts(server.url, key, big.id, { from: BIG_BOOK, inFlight: 1 });
+    const bigChanged = await importContacts(server.url, key, big.id, { from: BIG_BOOK / 2, inFlight: 1, firstName: 'Changed' });
 
     // Each request reads another of the book's contacts, as real reads do: one hot row would
     // measure the cache, not the lookup.
@@ -56,6 +65,7 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
       database,
       bulkUpsert: { contacts: TOTAL, ...sequential },
       bulkUpsertTwoAtATime: { contacts: TOTAL, ...concurrent },
+      bigBook: { contacts: BIG_BOOK, newPerSecond: bigNew.contactsPerSecond, changedPerSecond: bigChanged.contactsPerSecond },
       getOne: {
         // Only 2xx answers count; anything else is printed as errors.
         requestsPerSecond: Math.round(load['2xx'] / load.duration),
@@ -75,16 +85,20 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
 
 const round = (n: number) => Math.round(n * 100) / 100;
 
-/** Imports TOTAL new contacts into the book in requests of PER_REQUEST, `inFlight` at a time. */
-async function importContacts(url: string, key: string, bookId: string, inFlight: number) {
-  let next = 0;
+/**
+ * Upserts TOTAL contacts, user<from>… on, into the book in requests of PER_REQUEST, `inFlight` at
+ * a time; `firstName` (then the number) tells a change from the first write.
+ */
+async function importContacts(url: string, key: string, bookId: string, options: { from: number; inFlight: number; firstName?: string }) {
+  const { from, inFlight, firstName = 'First' } = options;
+  let next = from;
   const worker = async () => {
-    while (next < TOTAL) {
+    while (next < from + TOTAL) {
       const offset = next;
       next += PER_REQUEST;
       const rows = Array.from({ length: PER_REQUEST }, (_, i) => ({
         email: `user${offset + i}@bench.example.com`,
-        firstName: `First${offset + i}`,
+        firstName: `${firstName}${offset + i}`,
         lastName: 'Bench',
         properties: { plan: i % 2 ? 'pro' : 'free' },
       }));

@@ -106,8 +106,10 @@ describe('ROLE=worker', () => {
   it.skipIf(!usingPostgres())('on PostgreSQL, two workers beside one API process send every email exactly once', async () => {
     const team = await verifiedTeam();
     const api = await startServerProcess(rig.env({ ROLE: 'api' }));
+    // Both wait for the mail, and claim little at a time: neither can take it all before the other starts.
+    const workerEnv = rig.env({ ROLE: 'worker', DISPATCH_BATCH_SIZE: '10' });
+    const workers = await Promise.all([startServerProcess(workerEnv), startServerProcess(workerEnv)]);
     const ids = await Promise.all(Array.from({ length: 300 }, () => accept(api, team)));
-    const workers = await Promise.all([startServerProcess(rig.env({ ROLE: 'worker' })), startServerProcess(rig.env({ ROLE: 'worker' }))]);
     await waitFor('every email at the sink', async () => rig.sink.received.length, (n) => n >= ids.length, 30_000);
     for (const server of [api, ...workers]) expect((await server.stop()).code).toBe(0);
     await rig.quiet();
