@@ -44,6 +44,7 @@ export async function benchContacts(database: 'postgres' | 'pglite'): Promise<Co
     const concurrent = await importContacts(server.url, key, second.id, { from: 0, inFlight: 2 });
     const { body: big } = await call(server.url, 'POST', '/v1/contactBooks', { key, body: { name: 'bench big', variables: ['plan'] } });
     for (let from = 0; from < BIG_BOOK; from += TOTAL) await importContacts(server.url, key, big.id, { from, inFlight: 1 });
+    await postgres?.vacuum('contacts');
     const bigNew = await importContacts(server.url, key, big.id, { from: BIG_BOOK, inFlight: 1 });
     const bigChanged = await importContacts(server.url, key, big.id, { from: BIG_BOOK / 2, inFlight: 1, firstName: 'Changed' });
 

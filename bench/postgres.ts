@@ -17,10 +17,12 @@ export async function postgresReachable(): Promise<boolean> {
 }
 
 /** A fresh, empty database for one benchmark, dropped afterwards. */
-export async function scratchDatabase(baseUrl = benchPostgresUrl): Promise<{ url: string; drop(): Promise<void> }> {
+export async function scratchDatabase(baseUrl = benchPostgresUrl): Promise<{ url: string; drop(): Promise<void>; vacuum(table: string): Promise<void> }> {
   const name = `mailroom_bench_${newId(10)}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: baseUrl });
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  const admin = async (statement: string, on = baseUrl) => {
+    const client = new pg.Client({ connectionString: on });
     await client.connect();
     try {
       await client.query(statement);
@@ -29,7 +31,11 @@ export async function scratchDatabase(baseUrl = benchPostgresUrl): Promise<{ url
     }
   };
   await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    url: url.toString(),
+    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+    // What autovacuum does some time after a large import, done now, so that it neither runs
+    // during a measurement nor leaves the planner without statistics.
+    vacuum: (table) => admin(`VACUUM (ANALYZE) ${table}`, url.toString()),
+  };
 }
