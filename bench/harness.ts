@@ -25,10 +25,6 @@ export const SENDER = 'Bench <news@bench.example.com>';
 export const BENCH_SETTINGS = {
   ROLE: 'api',
   RATE_LIMIT_PER_SECOND: '1000000',
-  SMTP_POOL_SIZE: '8',
-  DISPATCH_BATCH_SIZE: '200',
-  DISPATCH_POLL_MS: '50',
-  WEBHOOK_POLL_MS: '50',
 };
 
 const TSX = path.resolve('node_modules/.bin/tsx');
