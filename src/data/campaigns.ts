@@ -117,12 +117,19 @@ export async function holdCampaignEmails(db: Db, teamId: number, campaignId: str
     WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND send_at IS NOT NULL AND claimed_by IS NULL`.execute(db);
 }
 
+/**
+ * Mail still to be sent: QUEUED, or DELIVERY_DELAYED by a relay that refused it for now. Mail the
+ * relay took has a SENT event; a DSN can still make it DELIVERY_DELAYED, with nothing left to send.
+ * One probe of the email_events primary key per row.
+ */
+const unsent = sql`emails.status IN ('QUEUED', 'DELIVERY_DELAYED')
+  AND NOT EXISTS (SELECT 1 FROM email_events ev WHERE ev.team_id = emails.team_id AND ev.email_id = emails.id AND ev.status = 'SENT')`;
+
 /** Gives held mail a send time again. Walks the campaign's mail through emails_campaign_contact. */
 export async function releaseHeldEmails(db: Db, teamId: number, campaignId: string, sendAt: Date) {
   await sql`
     UPDATE emails SET send_at = ${sendAt}, updated_at = now()
-    WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND send_at IS NULL
-      AND status IN ('QUEUED', 'DELIVERY_DELAYED')`.execute(db);
+    WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND send_at IS NULL AND ${unsent}`.execute(db);
 }
 
 /**
@@ -135,8 +142,7 @@ export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: s
   const result = await sql`
     WITH cancelled AS (
       UPDATE emails SET status = 'CANCELLED', send_at = NULL, updated_at = ${now}
-      WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND claimed_by IS NULL
-        AND status IN ('QUEUED', 'DELIVERY_DELAYED')
+      WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND claimed_by IS NULL AND ${unsent}
       RETURNING *
     ), event AS (
       SELECT *, '{"reason":"campaign deleted"}'::jsonb AS details, ${now}::timestamptz AS at, row_number() OVER () AS ord FROM cancelled

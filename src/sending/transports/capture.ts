@@ -7,6 +7,7 @@ export const SIMULATOR = {
   bounce: 'bounce@simulator.test',
   complaint: 'complaint@simulator.test',
   delayed: 'delayed@simulator.test',
+  deferred: 'deferred@simulator.test',
 } as const;
 
 function simulate(recipients: string[]): Feedback[] {
@@ -41,6 +42,10 @@ export function captureTransport(outbox: string): Transport {
     name: 'capture',
     async send(emailId, message, envelope) {
       await ready;
+      // As a relay that answers "try again later": nothing is taken, and the email waits for its retry.
+      if (envelope.to.some((address) => address.toLowerCase() === SIMULATOR.deferred)) {
+        return { kind: 'temporary', response: '451 4.3.0 simulated: try again later', code: 451 };
+      }
       const file = path.join(outbox, `${emailId}.eml`);
       await writeFile(file, message, { mode: 0o600 });
       return { kind: 'sent', response: `250 captured as ${path.basename(file)}`, rejected: [], feedback: simulate(envelope.to) };
