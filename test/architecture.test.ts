@@ -28,6 +28,7 @@ const LAYERS: string[][] = [
   ['db'],
   ['scheduling', 'validation', 'secret'],
   ['mail', 'smtp', 'config', 'errors', 'log', 'ids', 'metrics'],
+  ['reuse-for'],
 ];
 const layerOf = new Map(LAYERS.flatMap((rooms, layer) => rooms.map((room) => [room, layer] as const)));
 

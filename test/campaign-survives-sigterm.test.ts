@@ -45,6 +45,15 @@ async function expectEachContactOnce() {
   expect(rig.sink.received).toHaveLength(CONTACTS);
 }
 
+/** An API process and a worker on one PostgreSQL database, sending a campaign already under way. */
+async function apiAndWorkerSending(domain: string) {
+  const api = await startServerProcess(rig.env({ ROLE: 'api' }));
+  const worker = await startServerProcess(rig.env({ ROLE: 'worker' }));
+  const campaign = await startCampaign(api, domain);
+  await underWay();
+  return { api, worker, ...campaign };
+}
+
 const sentBy = (server: ServerProcess) => logLines(server.stderr()).find((line) => line.msg === 'dispatcher stopped')?.sent as number | undefined;
 
 describe('SIGTERM while a campaign is sending', () => {
@@ -67,10 +76,7 @@ describe('SIGTERM while a campaign is sending', () => {
   }, 180_000);
 
   it.skipIf(!usingPostgres())('on PostgreSQL, ROLE=worker drains and exits 0 in time, and another worker finishes with every contact mailed once', async () => {
-    const api = await startServerProcess(rig.env({ ROLE: 'api' }));
-    const worker = await startServerProcess(rig.env({ ROLE: 'worker' }));
-    const { key, id } = await startCampaign(api, 'sigterm-worker.test');
-    await underWay();
+    const { api, worker, key, id } = await apiAndWorkerSending('sigterm-worker.test');
     const took = await terminate(worker);
     const atStop = rig.sink.received.length;
     expect(atStop).toBeLessThan(CONTACTS);
@@ -85,10 +91,7 @@ describe('SIGTERM while a campaign is sending', () => {
   }, 180_000);
 
   it.skipIf(!usingPostgres())('on PostgreSQL, ROLE=api exits 0 in time mid-campaign and the workers go on sending it, every contact once', async () => {
-    const api = await startServerProcess(rig.env({ ROLE: 'api' }));
-    const worker = await startServerProcess(rig.env({ ROLE: 'worker' }));
-    const { key, id } = await startCampaign(api, 'sigterm-api.test');
-    await underWay();
+    const { api, worker, key, id } = await apiAndWorkerSending('sigterm-api.test');
     expect(await terminate(api)).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
     expect(rig.sink.received.length, 'the API stopped while the campaign was still sending').toBeLessThan(CONTACTS);
 

@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { ping } from '../db/connection.js';
+import { reuseFor } from '../reuse-for.js';
 import type { AppDeps } from './deps.js';
 import { sendJson } from './json.js';
 
@@ -19,19 +20,15 @@ function withTimeout(check: () => Promise<void>, ms: number): Promise<void> {
 
 /** The relay's last answer, asked again once it is older than the TTL; concurrent probes share one question. */
 function cachedRelayCheck(check: () => Promise<void>, log: AppDeps['log']): () => Promise<Check> {
-  let last: { at: number; result: Promise<Check> } | null = null;
-  return () => {
-    if (last && Date.now() - last.at < RELAY_CHECK_TTL_MS) return last.result;
-    const result = withTimeout(check, RELAY_CHECK_TIMEOUT_MS).then(
+  return reuseFor(RELAY_CHECK_TTL_MS, () =>
+    withTimeout(check, RELAY_CHECK_TIMEOUT_MS).then(
       (): Check => 'ok',
       (error: unknown): Check => {
         log.warn('the SMTP relay does not answer', { error: error instanceof Error ? error.message : error });
         return 'unavailable';
       },
-    );
-    last = { at: Date.now(), result };
-    return result;
-  };
+    ),
+  );
 }
 
 /**

@@ -1,9 +1,8 @@
 import { leaseRateLimitSlice } from '../data/rate-limit-windows.js';
 import type { Deps } from '../deps.js';
-import { RateLimiter, secondsToReset, type RateDecision, type TeamRateLimiter } from './rate-limit.js';
+import { FixedWindows, RateLimiter, secondsToReset, type RateDecision, type TeamRateLimiter } from './rate-limit.js';
 
 const WINDOW_MS = 1000;
-const FORGET_ABOVE = 10_000;
 
 /**
  * How much of a team's per-second limit one lease takes. A process holds at most one slice it may
@@ -46,7 +45,7 @@ type Window = {
  * keeps failing thus lets a team through up to once per process, rather than refusing everything.
  */
 export class SharedRateLimiter implements TeamRateLimiter {
-  private readonly windows = new Map<number, Window>();
+  private readonly windows = new FixedWindows<number, Window>(WINDOW_MS, (number) => ({ number, leased: 0, used: 0, global: 0, leasing: null, alone: false }));
   private failing = false;
 
   constructor(
@@ -56,7 +55,7 @@ export class SharedRateLimiter implements TeamRateLimiter {
 
   take(teamId: number, limit: number): RateDecision | Promise<RateDecision> {
     const ms = this.now();
-    const window = this.current(teamId, ms);
+    const window = this.windows.current(teamId, ms);
     if (window.used < (window.alone ? limit : window.leased)) {
       window.used++;
       return this.decision(window, limit, true, ms);
@@ -67,21 +66,8 @@ export class SharedRateLimiter implements TeamRateLimiter {
   }
 
   refund(teamId: number): void {
-    const window = this.windows.get(teamId);
-    if (window && window.number === Math.floor(this.now() / WINDOW_MS) && window.used > 0) window.used--;
-  }
-
-  private current(teamId: number, ms: number): Window {
-    const number = Math.floor(ms / WINDOW_MS);
-    let window = this.windows.get(teamId);
-    if (!window || window.number !== number) {
-      window = { number, leased: 0, used: 0, global: 0, leasing: null, alone: false };
-      this.windows.set(teamId, window);
-      if (this.windows.size > FORGET_ABOVE) {
-        for (const [team, other] of this.windows) if (other.number !== number) this.windows.delete(team);
-      }
-    }
-    return window;
+    const window = this.windows.ifCurrent(teamId, this.now());
+    if (window && window.used > 0) window.used--;
   }
 
   private decision(window: Window, limit: number, allowed: boolean, ms: number): RateDecision {

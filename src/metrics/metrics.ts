@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { reuseFor } from '../reuse-for.js';
 
 /** Mail due now, and how long the oldest of it has been due (0 when none is). */
 export type QueueStats = { due: number; oldestDueSeconds: number };
@@ -25,7 +26,6 @@ const SLOW_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 export class Metrics {
   private readonly registry = new Registry();
   private readonly registers = [this.registry];
-  private queueRead: { at: number; stats: Promise<QueueStats> } | null = null;
 
   private readonly httpRequests = this.counter('mailroom_http_requests_total', 'HTTP requests answered, by method, route template and status', ['method', 'route', 'status']);
   private readonly httpDuration = this.histogram('mailroom_http_request_duration_seconds', 'Time from a request reaching the app to its response, by route template', SECONDS, ['route']);
@@ -89,10 +89,5 @@ export class Metrics {
   }
 
   /** The queue as last read, read again when older than the cache; undefined when the read failed. */
-  private queue(): Promise<QueueStats | undefined> {
-    if (!this.queueRead || Date.now() - this.queueRead.at >= QUEUE_CACHE_MS) {
-      this.queueRead = { at: Date.now(), stats: this.sources.queue() };
-    }
-    return this.queueRead.stats.catch(() => undefined);
-  }
+  private readonly queue = reuseFor(QUEUE_CACHE_MS, () => this.sources.queue().catch(() => undefined));
 }
