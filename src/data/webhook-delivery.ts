@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { callDataSql } from './webhook-outbox.js';
 import { claimIsFree } from './workers.js';
@@ -206,8 +206,9 @@ export async function recordAttempts(db: Db, token: string, attempts: AttemptRec
  * their webhook's queue, in the order they were written (calls another sender claimed stay).
  */
 async function moveBehindEarlier(db: Db, calls: { team_id: number; webhook_id: string; id: string }[]): Promise<void> {
-  await sql`
-    WITH held AS (
+  await putAtBack(
+    db,
+    sql`held AS (
       SELECT c.team_id, c.webhook_id, c.id, c.created_at
       FROM jsonb_to_recordset(${JSON.stringify(calls)}::jsonb) AS p(team_id integer, webhook_id text, id text)
       CROSS JOIN LATERAL (
@@ -219,13 +220,10 @@ async function moveBehindEarlier(db: Db, calls: { team_id: number; webhook_id: s
         SELECT 1 FROM webhook_calls e
         WHERE e.team_id = c.team_id AND e.webhook_id = c.webhook_id AND e.subject_key = c.subject_key
           AND e.status = 'PENDING' AND e.created_at < c.created_at)
-    ), renumbered AS (
-      SELECT team_id, webhook_id, id, nextval(pg_get_serial_sequence('webhook_calls', 'seq')) AS seq
-      FROM (SELECT * FROM held ORDER BY created_at OFFSET 0) h
-    )
-    UPDATE webhook_calls c SET seq = n.seq
-    FROM renumbered n
-    WHERE c.team_id = n.team_id AND c.webhook_id = n.webhook_id AND c.id = n.id`.execute(db);
+    )`,
+    'held',
+    'created_at',
+  );
 }
 
 /**
@@ -236,8 +234,9 @@ async function moveBehindEarlier(db: Db, calls: { team_id: number; webhook_id: s
 async function moveToBack(db: Db, retried: Pick<AttemptRecord, 'teamId' | 'webhookId' | 'id'>[]): Promise<void> {
   if (retried.length === 0) return;
   const json = JSON.stringify(retried.map((r) => ({ team_id: r.teamId, webhook_id: r.webhookId, id: r.id })));
-  await sql`
-    WITH r AS (
+  await putAtBack(
+    db,
+    sql`r AS (
       SELECT DISTINCT ON (c.team_id, c.webhook_id, COALESCE(c.subject_key, c.id)) c.team_id, c.webhook_id, c.id, c.subject_key
       FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, webhook_id text, id text)
       CROSS JOIN LATERAL (
@@ -254,9 +253,21 @@ async function moveToBack(db: Db, retried: Pick<AttemptRecord, 'teamId' | 'webho
       WHERE r.subject_key IS NOT NULL
       UNION ALL
       SELECT r.team_id, r.webhook_id, r.id, 0 FROM r WHERE r.subject_key IS NULL
-    ), renumbered AS (
+    )`,
+    'moving',
+    'seq',
+  );
+}
+
+/**
+ * Gives the calls of the relation `moving` (defined by `ctes`; team_id, webhook_id, id) new places
+ * at the back of their webhooks' queues, in the order of its column `order`.
+ */
+async function putAtBack(db: Db, ctes: RawBuilder<unknown>, moving: string, order: string): Promise<void> {
+  await sql`
+    WITH ${ctes}, renumbered AS (
       SELECT team_id, webhook_id, id, nextval(pg_get_serial_sequence('webhook_calls', 'seq')) AS seq
-      FROM (SELECT * FROM moving ORDER BY seq OFFSET 0) m
+      FROM (SELECT * FROM ${sql.table(moving)} ORDER BY ${sql.ref(order)} OFFSET 0) m
     )
     UPDATE webhook_calls c SET seq = n.seq
     FROM renumbered n
