@@ -70,7 +70,7 @@ export const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED
 export const heldOutcome = (email: ClaimedEmail): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [] });
 
 /** An email let go unsent, due again at once: what a stopping dispatcher does with mail it has not begun to send. */
-export const releasedOutcome = (email: ClaimedEmail, now: Date): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: now, events: [] });
+export const releasedOutcome = (email: ClaimedEmail, now: Date): Outcome => ({ ...heldOutcome(email), sendAt: now });
 
 // Outcomes are retried this often before the batch is left to its lease (and so may go out twice).
 const WRITE_TRIES = 5;

@@ -17,6 +17,7 @@ import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
 import { renderFromTemplate, templatesByIds } from './templates.js';
+import { perDatabase } from './recent-reads.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
 export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'signals' | 'metrics'>;
@@ -182,22 +183,17 @@ async function threadsOf(db: Db, caller: Caller, inputs: EmailInput[]): Promise<
 
 /** Statements of accepted mail in flight at once on PostgreSQL: the rest of the pool stays free for everything else. */
 const ACCEPT_STATEMENTS_IN_FLIGHT = 4;
-const acceptedMail = new WeakMap<Db, GroupedWrites<NewEmail>>();
+// The embedded database runs one statement at a time anyway.
+const acceptedMail = perDatabase(
+  (db: Db, kind: Deps['dbKind']) => new GroupedWrites<NewEmail>((all) => emails.insertEmails(db, all), kind === 'pglite' ? 1 : ACCEPT_STATEMENTS_IN_FLIGHT),
+);
 
 /**
  * Mail accepted without an Idempotency-Key needs no transaction: its one statement stores the
  * rows, their first events and their webhook calls, all or none; and the requests that arrive
  * together share one statement (group commit).
  */
-function storeAccepted(deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]): Promise<void> {
-  let writes = acceptedMail.get(deps.db);
-  if (!writes) {
-    // The embedded database runs one statement at a time anyway.
-    writes = new GroupedWrites((all) => emails.insertEmails(deps.db, all), deps.dbKind === 'pglite' ? 1 : ACCEPT_STATEMENTS_IN_FLIGHT);
-    acceptedMail.set(deps.db, writes);
-  }
-  return writes.add(rows);
-}
+const storeAccepted = (deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]) => acceptedMail(deps.db, deps.dbKind).add(rows);
 
 const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
 

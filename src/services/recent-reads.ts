@@ -33,13 +33,16 @@ export class RecentReads<K, V> {
   }
 }
 
-/** One of `make` per database handle, so that services of several databases in one process never share. */
-export function perDatabase<T>(make: () => T): (db: object) => T {
-  const all = new WeakMap<object, T>();
-  return (db) => {
+/**
+ * One of `make` per database handle, so that services of several databases in one process never
+ * share; made from the handle (and what else `make` takes) on the first call for it.
+ */
+export function perDatabase<D extends object, A extends unknown[], T>(make: (db: D, ...rest: A) => T): (db: D, ...rest: A) => T {
+  const all = new WeakMap<D, T>();
+  return (db, ...rest) => {
     let found = all.get(db);
     if (!found) {
-      found = make();
+      found = make(db, ...rest);
       all.set(db, found);
     }
     return found;
