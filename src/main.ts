@@ -51,13 +51,13 @@ export function databaseSourceFor(config: Config): DatabaseSource {
  * process per directory) and serves the CLI's commands on the control socket, since the CLI
  * cannot open the directory itself meanwhile; closing the handle releases all three.
  */
-async function openServiceDatabase(source: DatabaseSource, log: Logger): Promise<DatabaseHandle> {
+async function openServiceDatabase(source: DatabaseSource, publicUrl: string, log: Logger): Promise<DatabaseHandle> {
   if (!('dataDir' in source)) return openMigratedDatabase(source, log);
   const lock = await lockDataDir(source.dataDir);
   try {
     const database = await openMigratedDatabase(source, log);
     try {
-      const execute = (command: string[]) => parseCommand(command).run({ db: database.db, runner: 'server' });
+      const execute = (command: string[]) => parseCommand(command).run({ db: database.db, runner: 'server', publicUrl });
       const control = await serveControlSocket(controlSocketPath(source.dataDir), execute, log);
       return {
         ...database,
@@ -119,7 +119,7 @@ export async function startMailroom(
   const parts: Parts = {};
   try {
     await makeDataDirPrivate(config.dataDir, log);
-    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), log));
+    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), config.publicUrl, log));
     const secret = await loadSecret(config.secret, config.dataDir);
     const tokens = new RecipientTokens(secret);
     const keyVault = new KeyVault(secret);

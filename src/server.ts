@@ -2,7 +2,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
+import { Hono } from 'hono';
 import { apiRoutes } from './api/index.js';
+import { dashboardPages } from './dashboard/index.js';
 import { ApiError } from './errors.js';
 import { recipientPages } from './feedback/pages.js';
 import { createApp, type AppParts } from './http/app.js';
@@ -35,7 +37,8 @@ function answerUnreadableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
  * `api` is set, /health always; `relay` is what /health asks whether mail can go out.
  */
 export async function startHttpServer(deps: AppDeps, options: { api: boolean; relay: AppParts['relay'] }): Promise<HttpServer> {
-  const app = createApp(deps, { api: options.api ? { routes: apiRoutes, pages: recipientPages(deps) } : null, relay: options.relay });
+  const pages = new Hono().route('/', recipientPages(deps)).route('/', dashboardPages(deps));
+  const app = createApp(deps, { api: options.api ? { routes: apiRoutes, pages } : null, relay: options.relay });
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
   // Keep-alive sockets would otherwise hold a graceful close open until they time out.
   http.keepAliveTimeout = 5_000;

@@ -12,6 +12,7 @@ const SRC = path.resolve('src');
 const LAYERS: string[][] = [
   ['main'],
   ['cli', 'server'],
+  ['dashboard'],
   ['api', 'submission'],
   ['http'],
   ['feedback'],

@@ -64,6 +64,30 @@ describe('the CLI manages teams and keys of the running service', () => {
     expect(after[1].revokedAt).toBe(revoked.revokedAt);
   });
 
+  it('user invite gives a link to choose a password; user list shows the person; user remove ends their session', async () => {
+    const team = await cli(['team', 'create', '--name', 'People'], env);
+    const invited = await cli(['user', 'invite', '--team', String(team.teamId), '--email', 'Ada.Lovelace@Example.test'], env);
+    expect(invited).toMatchObject({ userId: expect.stringMatching(/^usr_/), teamId: team.teamId, email: 'ada.lovelace@example.test', inviteUrl: expect.stringMatching(/\/invite\/[\w-]{43}$/) });
+    expect((await cli(['user', 'list', '--team', String(team.teamId)], env))[0]).toMatchObject({ userId: invited.userId, status: 'invited' });
+
+    const invitePath = new URL(invited.inviteUrl).pathname;
+    const chosen = await fetch(server.url + invitePath, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'a long enough password', confirm: 'a long enough password' }),
+      redirect: 'manual',
+    });
+    expect(chosen.status).toBe(303);
+    const cookie = chosen.headers.get('set-cookie')!.split(';')[0]!;
+    expect(cookie).toMatch(/^mailroom_session=/);
+    expect((await fetch(server.url + '/', { headers: { cookie }, redirect: 'manual' })).status).toBe(200);
+
+    const listed = await runCli(['user', 'list', '--team', String(team.teamId)], env);
+    expect(listed.json).toEqual([{ userId: invited.userId, teamId: team.teamId, email: 'ada.lovelace@example.test', status: 'active', createdAt: expect.any(String) }]);
+    expect(await cli(['user', 'remove', '--team', String(team.teamId), '--user', invited.userId], env)).toEqual({ userId: invited.userId, removed: true });
+    expect((await fetch(server.url + '/', { headers: { cookie }, redirect: 'manual' })).status).toBe(303);
+    await expect(cli(['user', 'remove', '--team', String(team.teamId), '--user', invited.userId], env)).rejects.toThrow(/NOT_FOUND/);
+  });
+
   it('a sending-permission key may not manage contact books', async () => {
     const team = await cli(['team', 'create', '--name', 'Senders'], env);
     const key = await cli(['key', 'create', '--team', String(team.teamId), '--permission', 'sending'], env);

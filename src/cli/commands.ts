@@ -5,14 +5,15 @@ import { KeyVault, KeyVaultError } from '../domains/key-vault.js';
 import { reencryptKeys } from '../domains/stored-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
 import { createTeam, setTeamRateLimit } from '../services/teams.js';
+import { inviteUser, listUsers, removeUser } from '../services/users.js';
 import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
 import { CliError, usageError } from './failure.js';
 
 /** Where a command runs: on a database the CLI opened itself, or in a server, for the CLI (the control socket). */
 export type CommandTarget =
-  | { db: Db; runner: 'cli'; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> }
-  | { db: Db; runner: 'server' };
+  | { db: Db; runner: 'cli'; publicUrl: string; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> }
+  | { db: Db; runner: 'server'; publicUrl: string };
 
 /** A command whose arguments are checked, ready to run. */
 export type ParsedCommand = { name: string; run(target: CommandTarget): Promise<unknown> };
@@ -115,6 +116,27 @@ const commands = [
     run: ({ db }, flags) => revokeApiKey({ db }, flags),
   }),
   command({
+    name: 'user invite',
+    usage: '--team TEAM_ID --email ADDRESS',
+    summary: 'Invite a person to the dashboard: the link (good once, for 7 days) lets them choose a password. Inviting again sends a fresh link.',
+    flags: z.object({ team: id, email: z.string().max(254) }),
+    run: ({ db, publicUrl }, flags) => inviteUser({ db }, { teamId: flags.team, email: flags.email, publicUrl }),
+  }),
+  command({
+    name: 'user list',
+    usage: '--team TEAM_ID',
+    summary: "List a team's dashboard users: active, or invited and yet to choose a password.",
+    flags: z.object({ team: id }),
+    run: ({ db }, flags) => listUsers({ db }, { teamId: flags.team }),
+  }),
+  command({
+    name: 'user remove',
+    usage: '--team TEAM_ID --user USER_ID',
+    summary: 'Remove a dashboard user; their sessions end at once.',
+    flags: z.object({ team: id, user: z.string().trim().min(1).max(200) }),
+    run: ({ db }, flags) => removeUser({ db }, { teamId: flags.team, userId: flags.user }),
+  }),
+  command({
     name: 'secret rotate',
     usage: '--new-secret NEW_SECRET',
     summary: 'Re-encrypt every DKIM private key and webhook signing secret from the current secret to NEW_SECRET, all or none (see "Rotating the secret").',
@@ -167,7 +189,7 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
 
 export function helpText(): string {
   const list = commands.map((c) => `  ${c.name} ${c.usage}\n      ${c.summary}`).join('\n');
-  return `Mailroom operators' CLI: teams, API keys, rate limits and the secret.
+  return `Mailroom operators' CLI: teams, API keys, dashboard users, rate limits and the secret.
 
 Usage: npm run --silent cli -- <command> [flags]
 

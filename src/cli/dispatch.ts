@@ -52,7 +52,7 @@ export async function dispatch(config: Config, argv: readonly string[], command:
 async function runDirect(config: Config, source: DatabaseSource, command: ParsedCommand, log: Logger) {
   const database = await openMigratedDatabase(source, log);
   try {
-    return await command.run({ db: database.db, runner: 'cli', secret: () => loadSecret(config.secret, config.dataDir) });
+    return await command.run({ db: database.db, runner: 'cli', publicUrl: config.publicUrl, secret: () => loadSecret(config.secret, config.dataDir) });
   } finally {
     await database.close();
   }

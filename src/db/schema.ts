@@ -269,6 +269,24 @@ export interface WebhookCallsTable {
   updated_at: Date;
 }
 
+export interface UsersTable {
+  id: string;
+  team_id: number;
+  email: string;
+  password_hash: string | null;
+  invite_token_hash: string | null;
+  invite_expires_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SessionsTable {
+  token_hash: string;
+  user_id: string;
+  created_at: Timestamp;
+  expires_at: Date;
+}
+
 export interface Database {
   teams: TeamsTable;
   domains: DomainsTable;
@@ -285,4 +303,6 @@ export interface Database {
   templates: TemplatesTable;
   webhooks: WebhooksTable;
   webhook_calls: WebhookCallsTable;
+  users: UsersTable;
+  sessions: SessionsTable;
 }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { z } from 'zod';
 import { ApiError } from '../errors.js';
-import { parseOrThrow, validationError } from '../validation.js';
 import { authMiddleware, type AuthContext } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
 import { healthRoute } from './health.js';
+import { parseInput } from './input.js';
 import { readJsonBody, sendError, sendJson } from './json.js';
 import { metricsRoute, requestMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
@@ -142,39 +141,4 @@ async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   const body = route.body ? parseInput(route.body, raw) : undefined;
   const result = await route.handler({ params, query, body, auth, deps, c } as never);
   return sendJson(c, result);
-}
-
-// PostgreSQL text and jsonb hold only well-formed Unicode without U+0000: a NUL or an unpaired
-// surrogate (which JSON's \u escapes can carry) is the caller's mistake, refused before any schema
-// or handler can pass it on to fail in the database as a 500.
-const UNSTORABLE = /[\0\p{Cs}]/u;
-const UNSTORABLE_MESSAGE = 'must be Unicode text without NUL characters or unpaired surrogates';
-
-function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
-  if (!storable(input)) {
-    throw validationError(unstorablePaths(input).map((path) => ({ path, message: UNSTORABLE_MESSAGE })));
-  }
-  return parseOrThrow(schema, input);
-}
-
-/** Whether every string in the value, keys included, is storable; allocates nothing on the way. */
-function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value);
-  if (typeof value !== 'object' || value === null) return true;
-  if (Array.isArray(value)) {
-    for (const item of value) if (!storable(item)) return false;
-    return true;
-  }
-  for (const key in value) {
-    if (UNSTORABLE.test(key) || !storable((value as Record<string, unknown>)[key])) return false;
-  }
-  return true;
-}
-
-function unstorablePaths(value: unknown, path: string[] = []): string[] {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? [path.join('.') || '(body)'] : [];
-  if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, item]) =>
-    UNSTORABLE.test(key) ? [[...path, JSON.stringify(key).slice(1, -1)].join('.')] : unstorablePaths(item, [...path, key]),
-  );
 }

@@ -1,0 +1,31 @@
+import type { Context } from 'hono';
+import { apiRoutes } from '../api/index.js';
+import type { AppDeps } from '../http/deps.js';
+import { parseInput } from '../http/input.js';
+import type { Method, RouteDef } from '../http/route.js';
+import type { DashboardEnv } from './session.js';
+
+const routes = new Map(apiRoutes.map((route) => [`${route.method} ${route.path}`, route] as const));
+
+type Call = { params?: Record<string, string>; query?: Record<string, string | undefined>; body?: unknown };
+
+/**
+ * Runs one API call for the signed-in person, through the route's own schemas and handler, so the
+ * dashboard applies exactly the API's rules: a page is never a second implementation of one. The
+ * person acts with the whole team's rights, as a full-permission key would.
+ */
+export async function callApi<T = any>(c: Context<DashboardEnv>, deps: AppDeps, method: Method, path: string, call: Call = {}): Promise<T> {
+  const route: RouteDef | undefined = routes.get(`${method} ${path}`);
+  if (!route) throw new Error(`No API route ${method} ${path}`);
+  const user = c.get('user');
+  const query = call.query ? Object.fromEntries(Object.entries(call.query).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '')) : {};
+  const input = {
+    params: route.params ? parseInput(route.params, call.params ?? {}) : undefined,
+    query: route.query ? parseInput(route.query, query) : undefined,
+    body: route.body ? parseInput(route.body, call.body ?? {}) : undefined,
+    auth: { teamId: user.teamId, domainId: null, keyId: `dashboard:${user.userId}`, permission: 'full' as const, rateLimitPerSecond: null },
+    deps,
+    c,
+  };
+  return (await route.handler(input as never)) as T;
+}

@@ -1,0 +1,27 @@
+import { Hono } from 'hono';
+import type { AppDeps } from '../http/deps.js';
+import { assetRoutes } from './assets.js';
+import { authPages } from './auth-pages.js';
+import { analyticsPages } from './pages/analytics.js';
+import { apiKeysPages } from './pages/api-keys.js';
+import { campaignsPages } from './pages/campaigns.js';
+import { contactsPages } from './pages/contacts.js';
+import { domainsPages } from './pages/domains.js';
+import { emailsPages } from './pages/emails.js';
+import { overviewPages } from './pages/overview.js';
+import { suppressionsPages } from './pages/suppressions.js';
+import { templatesPages } from './pages/templates.js';
+import { webhooksPages } from './pages/webhooks.js';
+
+/**
+ * The dashboard for the people of a team, served by the API process at `/`: sign-in and the
+ * pages over the same services (through the same API routes) the API uses.
+ */
+export function dashboardPages(deps: AppDeps) {
+  const app = new Hono();
+  app.route('/assets', assetRoutes());
+  app.route('/', authPages(deps));
+  const sections = [overviewPages, domainsPages, emailsPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages];
+  for (const pages of sections) app.route('/', pages(deps));
+  return app;
+}

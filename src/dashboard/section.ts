@@ -1,0 +1,52 @@
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { html } from 'hono/html';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ApiError } from '../errors.js';
+import type { AppDeps } from '../http/deps.js';
+import { page, plainPage } from './layout.js';
+import { checkOrigin, requireSession, type DashboardEnv } from './session.js';
+
+// Pages load only this site's own scripts and styles; an email's body is shown in a sandboxed
+// frame of this site (the emails page sets its own, stricter policy for that frame).
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'";
+
+export const securityHeaders: MiddlewareHandler = async (c, next) => {
+  await next();
+  const set = (name: string, value: string) => {
+    if (!c.res.headers.has(name)) c.header(name, value);
+  };
+  set('Content-Security-Policy', CSP);
+  set('X-Frame-Options', 'DENY');
+  set('X-Content-Type-Options', 'nosniff');
+  set('Referrer-Policy', 'same-origin');
+  set('Cache-Control', 'no-store');
+};
+
+/** Any error of a dashboard page as a page: the message next to the navigation, never a stack trace. */
+export function renderError(deps: Pick<AppDeps, 'log'>) {
+  return (error: Error, c: Context<DashboardEnv>) => {
+    let known = error instanceof ApiError ? error : null;
+    if (!known) {
+      deps.log.error('dashboard request failed', { error, requestId: c.get('requestId'), method: c.req.method, path: c.req.path });
+      known = new ApiError('INTERNAL_SERVER_ERROR', `Something went wrong on our side (request id ${c.get('requestId')})`);
+    }
+    const status = known.status as ContentfulStatusCode;
+    const title = status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : status === 429 ? 'Too many attempts' : status >= 500 ? 'Server error' : 'That did not work';
+    const body = html`<div class="page-head"><h1>${title}</h1></div><div class="panel"><p>${known.message}</p><p><a href="/">Back to the overview</a></p></div>`;
+    if (status === 401) return plainPage(c, { title, status, body: html`<h1>${title}</h1><p>${known.message}</p><p><a class="button" href="/login">Sign in</a></p>` });
+    return c.get('user') ? page(c, { title, section: 'Overview', body, status }) : plainPage(c, { title, body, status });
+  };
+}
+
+/**
+ * The app of one part of the dashboard at `prefix`: its pages answer only a signed-in person of a
+ * team, state-changing requests need the CSRF token, and errors come back as pages.
+ */
+export function section(deps: AppDeps, prefix: string): Hono<DashboardEnv> {
+  const app = new Hono<DashboardEnv>().basePath(prefix);
+  const guard = [securityHeaders, checkOrigin(deps), requireSession(deps)] as const;
+  if (prefix === '/') app.use('/', ...guard);
+  else app.use('*', ...guard);
+  app.onError(renderError(deps));
+  return app;
+}

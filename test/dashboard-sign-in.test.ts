@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { inviteUser } from '../src/services/users.js';
+import { launchBrowser, PASSWORD, screenshot, signedIn } from './helpers/browser.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+let server: TestServer;
+let browser: Browser;
+let teamId: number;
+
+beforeAll(async () => {
+  [server, browser] = await Promise.all([startTestServer({ AUTH_FAILURES_PER_MINUTE: '5' }), launchBrowser()]);
+  ({ teamId } = await server.team('Sign-in team'));
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function signInForm(email: string, password: string) {
+  const context = await browser.newContext({ baseURL: server.url });
+  const page = await context.newPage();
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForLoadState();
+  return { context, page };
+}
+
+describe('dashboard sign-in', () => {
+  it('an invite link lets a person choose a password and signs them in; the link works once', async () => {
+    const invite = await inviteUser(server.deps, { teamId, email: 'first@example.test', publicUrl: server.url });
+    const context = await browser.newContext({ baseURL: server.url });
+    const page = await context.newPage();
+    await page.goto(invite.inviteUrl);
+    await screenshot(page, 'invite');
+    await page.getByLabel('Password', { exact: true }).fill('short');
+    await page.getByLabel('Password again').fill('short');
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    expect(await page.locator('.field.has-error .error').textContent()).toBe('must be at least 10 characters');
+
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByLabel('Password again').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await page.waitForURL(`${server.url}/`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Overview');
+    expect(await page.locator('.who').textContent()).toBe('first@example.test');
+    await screenshot(page, 'overview');
+
+    const again = await fetch(invite.inviteUrl);
+    expect(again.status).toBe(404);
+    await context.close();
+  });
+
+  it('the session cookie is HttpOnly and SameSite=Lax, and scripts cannot read it', async () => {
+    const { context, page } = await signedIn(browser, server, teamId);
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'mailroom_session', httpOnly: true, sameSite: 'Lax' });
+    expect(await page.evaluate(() => document.cookie)).not.toContain('mailroom_session');
+    await context.close();
+  });
+
+  it('sign-out ends the session: the old cookie no longer opens a page', async () => {
+    const { context, page } = await signedIn(browser, server, teamId);
+    const [cookie] = await context.cookies();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/login$/);
+    const replay = await fetch(`${server.url}/`, { headers: { cookie: `mailroom_session=${cookie!.value}` }, redirect: 'manual' });
+    expect(replay.status).toBe(303);
+    expect(replay.headers.get('location')).toBe('/login');
+    await context.close();
+  });
+
+  it('a wrong password is refused with the same message as an unknown address', async () => {
+    await signedIn(browser, server, teamId, { email: 'known@example.test' }).then((s) => s.context.close());
+    const wrong = await signInForm('known@example.test', 'not the password');
+    const unknown = await signInForm('nobody@example.test', 'not the password');
+    for (const { page } of [wrong, unknown]) {
+      expect(page.url()).toBe(`${server.url}/login`);
+      expect(await page.getByRole('alert').textContent()).toBe('Wrong email address or password');
+    }
+    await screenshot(wrong.page, 'login-wrong-password');
+    await Promise.all([wrong.context.close(), unknown.context.close()]);
+
+    const right = await signInForm('known@example.test', PASSWORD);
+    expect(right.page.url()).toBe(`${server.url}/`);
+    await right.context.close();
+  });
+
+  it('sign-in attempts are throttled: after too many failures even the right password is refused for a while', async () => {
+    await signedIn(browser, server, teamId, { email: 'target@example.test' }).then((s) => s.context.close());
+    const post = (password: string) =>
+      fetch(`${server.url}/login`, { method: 'POST', body: new URLSearchParams({ email: 'target@example.test', password }), redirect: 'manual' });
+    // This client's address has failed before in this file; the account's own count allows 5.
+    const statuses: number[] = [];
+    for (let i = 0; i < 5 && statuses.at(-1) !== 429; i++) statuses.push((await post(`guess ${i}`)).status);
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
+    const refused = await post(PASSWORD);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(60);
+  });
+
+  it('a state-changing request without the CSRF token is refused, and changes nothing', async () => {
+    const { context, page } = await signedIn(browser, server, teamId);
+    const cookie = (await context.cookies())[0]!;
+    const headers = { cookie: `mailroom_session=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded' };
+    const forged = await fetch(`${server.url}/logout`, { method: 'POST', headers, body: '', redirect: 'manual' });
+    expect(forged.status).toBe(403);
+    const wrongToken = await fetch(`${server.url}/logout`, { method: 'POST', headers, body: '_csrf=forged', redirect: 'manual' });
+    expect(wrongToken.status).toBe(403);
+    const otherSite = await fetch(`${server.url}/logout`, { method: 'POST', headers: { ...headers, origin: 'https://evil.example' }, body: '', redirect: 'manual' });
+    expect(otherSite.status).toBe(403);
+    await page.reload();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Overview');
+    await context.close();
+  });
+
+  it('pages need a session: a visitor is sent to sign in, and back afterwards', async () => {
+    await signedIn(browser, server, teamId, { email: 'returning@example.test' }).then((s) => s.context.close());
+    const context = await browser.newContext({ baseURL: server.url });
+    const page = await context.newPage();
+    await page.goto('/');
+    expect(page.url()).toBe(`${server.url}/login`);
+    await screenshot(page, 'login');
+    const open = await fetch(`${server.url}/login?next=//evil.example/`);
+    expect(await open.text()).not.toContain('evil.example');
+    await context.close();
+  });
+});

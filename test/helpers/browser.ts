@@ -1,0 +1,46 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { inviteUser } from '../../src/services/users.js';
+import type { TestServer } from './server.js';
+
+/** Debian's chromium, which .ci/run installs when it is missing. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Without the network-quiet flags, chromium dials Google's hosts at start and on this closed
+// network many of those connections are refused.
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+export const SCREENSHOTS = path.resolve('test-artifacts', 'screenshots');
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+export type SignedIn = { context: BrowserContext; page: Page; email: string; userId: string };
+
+/**
+ * A person of `teamId`, invited as the CLI would, who follows the link, chooses a password and is
+ * signed in: the same steps a new user takes, in a browser context of their own.
+ */
+export async function signedIn(browser: Browser, server: TestServer, teamId: number, options: { email?: string; viewport?: { width: number; height: number } } = {}): Promise<SignedIn> {
+  const email = options.email ?? `person-${teamId}-${Math.random().toString(36).slice(2, 8)}@example.test`;
+  const invite = await inviteUser(server.deps, { teamId, email, publicUrl: server.url });
+  const context = await browser.newContext({ baseURL: server.url, viewport: options.viewport ?? { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  await page.goto(invite.inviteUrl);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByLabel('Password again').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL(`${server.url}/`);
+  return { context, page, email, userId: invite.userId };
+}
+
+/** Saves a full-page screenshot under test-artifacts/screenshots (kept by CI as an artefact). */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  const file = path.join(SCREENSHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
