@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { inviteUser } from '../src/services/users.js';
-import { launchBrowser, PASSWORD, screenshot, signedIn } from './helpers/browser.js';
+import { acceptInvite, launchBrowser, PASSWORD, screenshot, signedIn } from './helpers/browser.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -126,6 +126,31 @@ describe('dashboard sign-in', () => {
     await screenshot(page, 'login');
     const open = await fetch(`${server.url}/login?next=//evil.example/`);
     expect(await open.text()).not.toContain('evil.example');
+    await context.close();
+  });
+
+  it('passwords, invite links and session tokens are stored only as hashes, and the password hash is scrypt', async () => {
+    const invite = await inviteUser(server.deps, { teamId, email: 'stored@example.test', publicUrl: server.url });
+    const inviteToken = invite.inviteUrl.split('/').at(-1)!;
+    const { context } = await acceptInvite(browser, server.url, invite.inviteUrl);
+    const sessionToken = (await context.cookies())[0]!.value;
+    const users = await server.deps.db.selectFrom('users').selectAll().execute();
+    const sessions = await server.deps.db.selectFrom('sessions').selectAll().execute();
+    const stored = JSON.stringify([users, sessions]);
+    for (const secret of [PASSWORD, inviteToken, sessionToken]) expect(stored).not.toContain(secret);
+    expect(users.find((user) => user.email === 'stored@example.test')!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+    await context.close();
+  });
+
+  it('at phone width the navigation folds into a menu that opens on a tap and holds every section', async () => {
+    const { context, page } = await signedIn(browser, server, teamId, { viewport: { width: 390, height: 844 } });
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    expect(await nav.isVisible()).toBe(false);
+    await screenshot(page, 'overview-phone');
+    await page.locator('.menu-button').click();
+    expect(await nav.isVisible()).toBe(true);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Campaigns', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics']);
+    await screenshot(page, 'overview-phone-menu');
     await context.close();
   });
 });

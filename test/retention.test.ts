@@ -165,10 +165,16 @@ describe('the retention job', () => {
     await sql`INSERT INTO webhook_calls (team_id, webhook_id, id, type, data, status, next_attempt_at, created_at, updated_at)
       SELECT ${teamId}, 'hook', 'call-' || g, 'webhook.test', '{}', 'DELIVERED', now(), now() - interval '40 days', now() FROM generate_series(1, 15) g`.execute(handle.db);
     await expiredKeys(10);
+    await sql`INSERT INTO users (id, team_id, email) VALUES ('usr_retention', ${teamId}, 'retention@example.test')`.execute(handle.db);
+    await sql`INSERT INTO sessions (token_hash, user_id, expires_at)
+      SELECT 'expired-' || g, 'usr_retention', now() - interval '1 minute' FROM generate_series(1, 8) g
+      UNION ALL SELECT 'live', 'usr_retention', now() + interval '1 day'`.execute(handle.db);
 
-    // 20 bodies: 7 + 7 + 6; 15 calls: 7 + 7 + 1; 10 keys: 7 + 3.
-    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 20, webhookCalls: 15, idempotencyKeys: 10, batches: 8 });
-    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 0, webhookCalls: 0, idempotencyKeys: 0, batches: 3 });
+    // 20 bodies: 7 + 7 + 6; 15 calls: 7 + 7 + 1; 10 keys: 7 + 3; 8 expired sessions: 7 + 1.
+    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 20, webhookCalls: 15, idempotencyKeys: 10, sessions: 8, batches: 10 });
+    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 4 });
+    const sessionsLeft = await handle.db.selectFrom('sessions').select('token_hash').execute();
+    expect(sessionsLeft, 'a live session is kept').toEqual([{ token_hash: 'live' }]);
   });
 
   it('stop() during a run returns promptly, leaving the rest for the next run', async () => {

@@ -77,3 +77,15 @@ export async function deleteIdempotencyKeys(db: Db, before: Date, limit: number)
     )`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
+
+/** Dashboard sessions past their end (users.ts reads only live ones; these are kept for nothing). */
+export async function deleteExpiredSessions(db: Db, now: Date, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM sessions WHERE token_hash IN (
+      SELECT token_hash FROM sessions
+      WHERE expires_at <= ${now}
+      ORDER BY expires_at LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

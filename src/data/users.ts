@@ -86,9 +86,3 @@ export async function findSessionUser(db: Db, tokenHash: string, now: Date) {
 export async function deleteSession(db: Db, tokenHash: string) {
   await db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
 }
-
-/** Sessions past their end; the retention pass calls this so the table holds live ones only. */
-export async function deleteExpiredSessions(db: Db, now: Date) {
-  const result = await db.deleteFrom('sessions').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
-}

@@ -12,7 +12,7 @@ export const RETENTION_BATCH_SIZE = 1000;
 const DAY_MS = 86_400_000;
 
 /** What one run removed, and in how many statements. */
-export type RetentionRun = { emailBodies: number; webhookCalls: number; idempotencyKeys: number; batches: number };
+export type RetentionRun = { emailBodies: number; webhookCalls: number; idempotencyKeys: number; sessions: number; batches: number };
 type Pass = keyof Omit<RetentionRun, 'batches'>;
 
 /**
@@ -32,9 +32,10 @@ export async function runRetention(
     ['emailBodies', (db) => retention.dropEmailBodies(db, windowStart, now, limit)],
     ['webhookCalls', (db) => retention.deleteFinishedCalls(db, windowStart, limit)],
     ['idempotencyKeys', (db) => retention.deleteIdempotencyKeys(db, new Date(now.getTime() - IDEMPOTENCY_TTL_MS), limit)],
+    ['sessions', (db) => retention.deleteExpiredSessions(db, now, limit)],
   ];
   return retention.withRetentionLock(deps.db, deps.dbKind, async (db) => {
-    const run: RetentionRun = { emailBodies: 0, webhookCalls: 0, idempotencyKeys: 0, batches: 0 };
+    const run: RetentionRun = { emailBodies: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 0 };
     for (const [pass, removeBatch] of passes) {
       for (let removed = limit; removed === limit && !options.signal?.aborted; ) {
         if (run.batches > 0) await yieldToOthers();
@@ -61,7 +62,7 @@ export function startRetention(deps: RetentionDeps, options: { batchSize?: numbe
       .then(
         (run) => {
           if (!run) deps.log.debug('retention skipped: another process is running it');
-          else if (run.emailBodies + run.webhookCalls + run.idempotencyKeys > 0) deps.log.info('retention run', run);
+          else if (run.emailBodies + run.webhookCalls + run.idempotencyKeys + run.sessions > 0) deps.log.info('retention run', run);
         },
         (error: unknown) => deps.log.error('retention run failed; it runs again at the next interval', { error }),
       )

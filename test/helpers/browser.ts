@@ -27,14 +27,19 @@ export type SignedIn = { context: BrowserContext; page: Page; email: string; use
 export async function signedIn(browser: Browser, server: TestServer, teamId: number, options: { email?: string; viewport?: { width: number; height: number } } = {}): Promise<SignedIn> {
   const email = options.email ?? `person-${teamId}-${Math.random().toString(36).slice(2, 8)}@example.test`;
   const invite = await inviteUser(server.deps, { teamId, email, publicUrl: server.url });
-  const context = await browser.newContext({ baseURL: server.url, viewport: options.viewport ?? { width: 1280, height: 860 } });
+  return { ...(await acceptInvite(browser, server.url, invite.inviteUrl, options.viewport)), email, userId: invite.userId };
+}
+
+/** Follows an invite link in a new browser context, chooses the password and lands signed in on the overview. */
+export async function acceptInvite(browser: Browser, baseURL: string, inviteUrl: string, viewport = { width: 1280, height: 860 }) {
+  const context = await browser.newContext({ baseURL, viewport });
   const page = await context.newPage();
-  await page.goto(invite.inviteUrl);
+  await page.goto(inviteUrl);
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
   await page.getByLabel('Password again').fill(PASSWORD);
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
-  await page.waitForURL(`${server.url}/`);
-  return { context, page, email, userId: invite.userId };
+  await page.waitForURL(`${baseURL}/`);
+  return { context, page };
 }
 
 /** Saves a full-page screenshot under test-artifacts/screenshots (kept by CI as an artefact). */
