@@ -117,13 +117,20 @@ describe('dashboard sign-in', () => {
     await context.close();
   });
 
-  it('pages need a session: a visitor is sent to sign in, and back afterwards', async () => {
+  it('pages need a session: a visitor is sent to sign in, and back to the page they asked for afterwards', async () => {
     await signedIn(browser, server, teamId, { email: 'returning@example.test' }).then((s) => s.context.close());
     const context = await browser.newContext({ baseURL: server.url });
     const page = await context.newPage();
     await page.goto('/');
     expect(page.url()).toBe(`${server.url}/login`);
     await screenshot(page, 'login');
+    await page.goto('/analytics?days=30');
+    expect(page.url()).toBe(`${server.url}/login?next=%2Fanalytics%3Fdays%3D30`);
+    await page.getByLabel('Email').fill('returning@example.test');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${server.url}/analytics?days=30`);
+    // Only a path of this site is followed after sign-in.
     const open = await fetch(`${server.url}/login?next=//evil.example/`);
     expect(await open.text()).not.toContain('evil.example');
     await context.close();
@@ -151,6 +158,18 @@ describe('dashboard sign-in', () => {
     expect(await nav.isVisible()).toBe(true);
     expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Campaigns', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics']);
     await screenshot(page, 'overview-phone-menu');
+    await context.close();
+  });
+
+  it('a form body over MAX_BODY_BYTES is refused with 413 before anything reads it, signed in or not', async () => {
+    const big = 'x'.repeat(server.deps.config.maxBodyBytes + 1);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const signIn = await fetch(`${server.url}/login`, { method: 'POST', headers: form, body: `email=a%40example.test&password=${big}` });
+    expect(signIn.status).toBe(413);
+    const { context } = await signedIn(browser, server, teamId);
+    const cookie = `mailroom_session=${(await context.cookies())[0]!.value}`;
+    const signedInPost = await fetch(`${server.url}/logout`, { method: 'POST', headers: { ...form, cookie }, body: `_csrf=${big}` });
+    expect(signedInPost.status).toBe(413);
     await context.close();
   });
 });

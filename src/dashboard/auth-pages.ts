@@ -7,7 +7,7 @@ import type { AppDeps } from '../http/deps.js';
 import { acceptInvite, findInvite, INVITE_PATH, signIn, signOut } from '../services/users.js';
 import { AuthThrottle } from '../submission/auth-throttle.js';
 import { done, field, fieldErrors, formError, plainPage } from './layout.js';
-import { renderError, section, securityHeaders } from './section.js';
+import { limitForms, renderError, section, securityHeaders } from './section.js';
 import { checkOrigin, clearSessionCookie, type DashboardEnv, safeNext, sessionTokenOf, setSessionCookie } from './session.js';
 
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
@@ -52,7 +52,7 @@ ${field('confirm', 'Password again', { type: 'password', required: true, error: 
 export function authPages(deps: AppDeps) {
   const app = new Hono<DashboardEnv>();
   const throttle = new AuthThrottle(deps.config.authFailuresPerMinute);
-  for (const path of ['/login', `${INVITE_PATH}/:token`]) app.use(path, securityHeaders, checkOrigin(deps));
+  for (const path of ['/login', `${INVITE_PATH}/:token`]) app.use(path, securityHeaders, checkOrigin(deps), limitForms(deps));
   app.onError(renderError(deps));
 
   app.get('/login', (c) => loginForm(c, { next: safeNext(c.req.query('next')) }));

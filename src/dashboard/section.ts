@@ -1,10 +1,11 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ApiError } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
 import { page, plainPage } from './layout.js';
-import { checkOrigin, requireSession, type DashboardEnv } from './session.js';
+import { checkOrigin, FORM_TYPES, requireSession, type DashboardEnv } from './session.js';
 
 // Pages load only this site's own scripts and styles; an email's body is shown in a sandboxed
 // frame of this site (the emails page sets its own, stricter policy for that frame).
@@ -21,6 +22,20 @@ export const securityHeaders: MiddlewareHandler = async (c, next) => {
   set('Referrer-Policy', 'same-origin');
   set('Cache-Control', 'no-store');
 };
+
+/**
+ * Forms are read whole into memory, so their bodies are bounded (MAX_BODY_BYTES) like the API's,
+ * before anyone has signed in. A page that takes a file streams it as another type and bounds it itself.
+ */
+export function limitForms(deps: Pick<AppDeps, 'config'>): MiddlewareHandler {
+  const limit = bodyLimit({
+    maxSize: deps.config.maxBodyBytes,
+    onError: () => {
+      throw new ApiError('PAYLOAD_TOO_LARGE', `The form is larger than the limit of ${deps.config.maxBodyBytes} bytes`);
+    },
+  });
+  return (c, next) => (FORM_TYPES.test(c.req.header('content-type') ?? '') ? limit(c, next) : next());
+}
 
 /** Any error of a dashboard page as a page: the message next to the navigation, never a stack trace. */
 export function renderError(deps: Pick<AppDeps, 'log'>) {
@@ -44,7 +59,7 @@ export function renderError(deps: Pick<AppDeps, 'log'>) {
  */
 export function section(deps: AppDeps, prefix: string): Hono<DashboardEnv> {
   const app = new Hono<DashboardEnv>().basePath(prefix);
-  const guard = [securityHeaders, checkOrigin(deps), requireSession(deps)] as const;
+  const guard = [securityHeaders, checkOrigin(deps), limitForms(deps), requireSession(deps)] as const;
   if (prefix === '/') app.use('/', ...guard);
   else app.use('*', ...guard);
   app.onError(renderError(deps));

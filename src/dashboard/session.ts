@@ -85,7 +85,7 @@ export function requireSession(deps: SessionDeps): MiddlewareHandler<DashboardEn
   };
 }
 
-const FORM_TYPES = /^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i;
+export const FORM_TYPES = /^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i;
 
 /** A field of a form body (parsed once; Hono keeps it for the handler), or undefined for other bodies. */
 export async function formField(c: Context, name: string): Promise<string | undefined> {
