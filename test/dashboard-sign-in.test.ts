@@ -9,7 +9,7 @@ let browser: Browser;
 let teamId: number;
 
 beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer({ AUTH_FAILURES_PER_MINUTE: '5' }), launchBrowser()]);
+  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
   ({ teamId } = await server.team('Sign-in team'));
 });
 afterAll(async () => {
@@ -89,17 +89,22 @@ describe('dashboard sign-in', () => {
   });
 
   it('sign-in attempts are throttled: after too many failures even the right password is refused for a while', async () => {
-    await signedIn(browser, server, teamId, { email: 'target@example.test' }).then((s) => s.context.close());
-    const post = (password: string) =>
-      fetch(`${server.url}/login`, { method: 'POST', body: new URLSearchParams({ email: 'target@example.test', password }), redirect: 'manual' });
-    // This client's address has failed before in this file; the account's own count allows 5.
-    const statuses: number[] = [];
-    for (let i = 0; i < 5 && statuses.at(-1) !== 429; i++) statuses.push((await post(`guess ${i}`)).status);
-    expect(statuses.at(-1)).toBe(429);
-    expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
-    const refused = await post(PASSWORD);
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(60);
+    // A server of its own: the block it sets lasts ten minutes for this client address.
+    const strict = await startTestServer({ AUTH_FAILURES_PER_MINUTE: '5' });
+    try {
+      const team = await strict.team('Throttled');
+      await signedIn(browser, strict, team.teamId, { email: 'target@example.test' }).then((s) => s.context.close());
+      const post = (password: string) =>
+        fetch(`${strict.url}/login`, { method: 'POST', body: new URLSearchParams({ email: 'target@example.test', password }), redirect: 'manual' });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await post(`guess ${i}`)).status);
+      expect(statuses).toEqual([401, 401, 401, 401, 401]);
+      const refused = await post(PASSWORD);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(60);
+    } finally {
+      await strict.stop();
+    }
   });
 
   it('a state-changing request without the CSRF token is refused, and changes nothing', async () => {
@@ -170,6 +175,21 @@ describe('dashboard sign-in', () => {
     const cookie = `mailroom_session=${(await context.cookies())[0]!.value}`;
     const signedInPost = await fetch(`${server.url}/logout`, { method: 'POST', headers: { ...form, cookie }, body: `_csrf=${big}` });
     expect(signedInPost.status).toBe(413);
+    await context.close();
+  });
+
+  it('inviting again replaces the link; an address already in use, here or in another team, is refused', async () => {
+    const first = await inviteUser(server.deps, { teamId, email: 'twice@example.test', publicUrl: server.url });
+    const second = await inviteUser(server.deps, { teamId, email: 'TWICE@example.test', publicUrl: server.url });
+    expect(second.userId).toBe(first.userId);
+    expect((await fetch(first.inviteUrl)).status).toBe(404);
+    expect((await fetch(second.inviteUrl)).status).toBe(200);
+
+    const other = await server.team('Other team');
+    await expect(inviteUser(server.deps, { teamId: other.teamId, email: 'twice@example.test', publicUrl: server.url })).rejects.toMatchObject({ code: 'CONFLICT' });
+    const { context } = await acceptInvite(browser, server.url, second.inviteUrl);
+    await expect(inviteUser(server.deps, { teamId, email: 'twice@example.test', publicUrl: server.url })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(inviteUser(server.deps, { teamId, email: 'not an address', publicUrl: server.url })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     await context.close();
   });
 });
