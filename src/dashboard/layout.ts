@@ -74,7 +74,7 @@ export function page(c: Context<DashboardEnv>, options: { title: string; section
 <nav aria-label="Main">${NAV.map(
     (item) => html`<a href="${item.href}"${item.label === options.section ? raw(' aria-current="page"') : ''}>${item.label}</a>`,
   )}</nav>
-<form method="post" action="/logout" class="signout"><span class="who">${user.email}</span>${csrfField(c)}<button type="submit" class="link">Sign out</button></form>
+<form method="post" action="/logout" class="signout"><span class="who">${user.email}</span>${csrfField(c)}<button type="submit" class="link" title="Signed in as ${user.email}">Sign out</button></form>
 </header>`;
   const main = html`<main>
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
