@@ -54,16 +54,23 @@ export async function listApiKeys(db: Db, teamId: number) {
     .execute();
 }
 
-export async function revokeApiKey(db: Db, id: string) {
+/** `teamId` limits it to that team's keys; without it (the operator's CLI) any team's key. */
+export async function revokeApiKey(db: Db, id: string, teamId?: number) {
   return db
     .updateTable('api_keys')
     .set({ revoked_at: new Date() })
     .where('id', '=', id)
+    .$if(teamId !== undefined, (query) => query.where('team_id', '=', teamId!))
     .where('revoked_at', 'is', null)
     .returning(['id', 'team_id', 'revoked_at'])
     .executeTakeFirst();
 }
 
-export async function findApiKey(db: Db, id: string) {
-  return db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
+export async function findApiKey(db: Db, id: string, teamId?: number) {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'revoked_at'])
+    .where('id', '=', id)
+    .$if(teamId !== undefined, (query) => query.where('team_id', '=', teamId!))
+    .executeTakeFirst();
 }

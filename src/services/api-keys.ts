@@ -1,12 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import type { Permission } from '../db/schema.js';
 import * as keys from '../data/api-keys.js';
 import { findDomainSummary } from '../data/domains.js';
 import { findTeam } from '../data/teams.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Caller } from './caller.js';
+import { parseOrThrow } from '../validation.js';
+import { assertTeamWide, type Caller } from './caller.js';
 import { perDatabase, RECENT_READ_TTL_MS, RecentReads } from './recent-reads.js';
 
 /** The caller a key stands for, with what the HTTP layer enforces: its permission and rate limit. */
@@ -86,12 +88,37 @@ export async function listApiKeys({ db }: KeyDeps, { teamId }: { teamId: number 
   }));
 }
 
+const teamKeySchema = z.object({
+  name: z.string().trim().min(1).max(200),
+  permission: z.enum(['full', 'sending']),
+  domainId: z.number().int().positive().nullable(),
+});
+
+/** A key made by a person of the team (the dashboard): named, and scoped only to a domain of that team. */
+export async function createTeamApiKey({ db }: KeyDeps, caller: Caller, input: { name: string; permission: string; domainId: number | null }) {
+  assertTeamWide(caller, 'only the whole team may create API keys');
+  const key = parseOrThrow(teamKeySchema, input);
+  if (key.domainId !== null && !(await findDomainSummary(db, caller.teamId, { id: key.domainId }))) {
+    throw invalid('domainId', 'is not a domain of this team');
+  }
+  return createApiKey({ db }, { teamId: caller.teamId, ...key });
+}
+
 /** Revoking twice is harmless: the key stays revoked from the first time. */
-export async function revokeApiKey({ db }: KeyDeps, { id }: { id: string }) {
-  const revoked = await keys.revokeApiKey(db, id);
+async function revoke(db: KeyDeps['db'], id: string, teamId?: number) {
+  const revoked = await keys.revokeApiKey(db, id, teamId);
   forgetRecentKeys(db);
   if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
-  const existing = await keys.findApiKey(db, id);
+  const existing = await keys.findApiKey(db, id, teamId);
   if (!existing) throw notFound(`API key ${id}`);
   return { id: existing.id, revokedAt: existing.revoked_at!.toISOString() };
+}
+
+/** The operator's revoke (the CLI): any team's key, by id. */
+export const revokeApiKey = ({ db }: KeyDeps, { id }: { id: string }) => revoke(db, id);
+
+/** A person's revoke: a key of another team answers exactly like a missing one. */
+export async function revokeTeamApiKey({ db }: KeyDeps, caller: Caller, { id }: { id: string }) {
+  assertTeamWide(caller, 'only the whole team may revoke API keys');
+  return revoke(db, id, caller.teamId);
 }
