@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReleaser } from '../src/campaigns/releaser.js';
 import type { EmailStatus } from '../src/db/schema.js';
 import { recordClick, recordOpen } from '../src/feedback/tracking.js';
-import { launchBrowser, signedIn, type SignedIn } from './helpers/browser.js';
-import { expectShownAsText, HOSTILE, postAs, screenshotWhole, submitted, watchDialogs } from './helpers/dashboard-content.js';
+import { launchBrowser, screenshot, signedIn, type SignedIn } from './helpers/browser.js';
+import { expectShownAsText, HOSTILE, postAs, submitted, watchDialogs } from './helpers/dashboard-content.js';
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone } from './helpers/emails.js';
@@ -104,7 +104,7 @@ describe('dashboard: campaigns', () => {
     await preview.locator('h1').waitFor();
     expect(await preview.locator('h1').textContent()).toBe('Spring');
     expect(page.url()).toMatch(/\/campaigns\/new\?templateId=/);
-    await screenshotWhole(page, 'campaign-new-preview');
+    await screenshot(page, 'campaign-new-preview');
 
     expect(await page.getByLabel('When to send').inputValue()).toBe('draft');
     await page.getByRole('button', { name: 'Create campaign' }).click();
@@ -159,7 +159,7 @@ describe('dashboard: campaigns', () => {
     // What the person typed is kept.
     expect(await page.getByLabel('HTML').inputValue()).toBe('<p>There is no unsubscribe link here.</p>');
     expect(await page.getByLabel('Contact book').inputValue()).toBe(contactBookId);
-    await screenshotWhole(page, 'campaign-new-errors');
+    await screenshot(page, 'campaign-new-errors');
 
     await page.getByLabel('From', { exact: true }).fill(from);
     await page.getByLabel('HTML').fill(`<p>Now with a way out.</p>${UNSUBSCRIBE}`);
@@ -191,7 +191,7 @@ describe('dashboard: campaigns', () => {
     );
     const [answer] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/campaigns/preview')), page.getByRole('button', { name: 'Preview' }).click()]);
     expect(answer.status()).toBe(200);
-    expect(answer.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; frame-ancestors 'self'");
+    expect(answer.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'");
     expect(answer.headers()['x-frame-options']).toBe('SAMEORIGIN');
     const frame = page.frameLocator('iframe[name=preview]');
     await frame.locator('#p').waitFor();
@@ -217,7 +217,7 @@ describe('dashboard: campaigns', () => {
       expect(await page.locator('.notice').textContent()).toContain('Campaign paused');
       expect(await page.locator('dl.facts .badge').textContent()).toBe('PAUSED');
       expect((await campaign(created.id)).status).toBe('PAUSED');
-      await screenshotWhole(page, 'campaign-paused');
+      await screenshot(page, 'campaign-paused');
     } finally {
       sink.rule = {};
     }
@@ -292,7 +292,7 @@ describe('dashboard: campaigns', () => {
       Bounced: [1, 0, 0], 'Hard bounced': [1, 0, 0], Complained: [0, 0, 0],
     });
     expect(await campaign(created!.id)).toMatchObject({ total: 6, sent: 5, delivered: 5, opened: 3, clicked: 1, bounced: 1, hardBounced: 1 });
-    await screenshotWhole(page, 'campaign-chart');
+    await screenshot(page, 'campaign-chart');
 
     await move(ids.chart2!, 'OPENED', at(5 * 24));
     await page.reload();
@@ -367,15 +367,15 @@ describe('dashboard: campaigns', () => {
   it('the campaigns pages read well at 1280px and at phone width', async () => {
     await person.page.goto('/campaigns');
     expect(await person.page.locator('table tbody tr').count()).toBeGreaterThanOrEqual(4);
-    await screenshotWhole(person.page, 'campaigns-list');
+    await screenshot(person.page, 'campaigns-list');
     const phone = await signedIn(browser, server, teamId, { viewport: { width: 390, height: 844 } });
     try {
       const charted = (await ok('GET', '/v1/campaigns?search=Charted')).campaigns[0];
       await phone.page.goto(`/campaigns/${charted.id}`);
       await chartDrawn(phone.page);
-      await screenshotWhole(phone.page, 'campaign-phone');
+      await screenshot(phone.page, 'campaign-phone');
       await phone.page.goto('/campaigns');
-      await screenshotWhole(phone.page, 'campaigns-list-phone');
+      await screenshot(phone.page, 'campaigns-list-phone');
       // Nothing but the table scrolls sideways.
       expect(await phone.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     } finally {

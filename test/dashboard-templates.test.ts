@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, signedIn, type SignedIn } from './helpers/browser.js';
-import { expectShownAsText, HOSTILE, postAs, screenshotWhole, submitted, watchDialogs } from './helpers/dashboard-content.js';
+import { launchBrowser, screenshot, signedIn, type SignedIn } from './helpers/browser.js';
+import { expectShownAsText, HOSTILE, postAs, submitted, watchDialogs } from './helpers/dashboard-content.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -56,7 +56,7 @@ describe('dashboard: templates', () => {
     await page.waitForURL(`${server.url}/templates/${id}`);
     expect(await page.locator('.notice').textContent()).toBe('Template saved');
     expect((await template(id)).body).toMatchObject({ name: 'Welcome', subject: 'Welcome aboard, {{firstName}}', html: '<p>Hi {{firstName}}, your plan is {{plan}}.</p>', variables: ['firstName', 'plan'] });
-    await screenshotWhole(page, 'template-edit');
+    await screenshot(page, 'template-edit');
     expect(await page.getByRole('link', { name: 'Start a campaign' }).getAttribute('href')).toBe(`/campaigns/new?templateId=${id}`);
 
     await createTemplate({ name: 'Receipt', subject: 'Your receipt', html: '<p>Thanks for your order {{orderId}}</p>' });
@@ -66,7 +66,7 @@ describe('dashboard: templates', () => {
     expect(await rows.nth(1).locator('td a').textContent()).toBe('Welcome');
     expect(await rows.nth(1).locator('td small').textContent()).toBe('Welcome aboard, {{firstName}}');
     expect(await rows.nth(1).locator('td').nth(1).textContent()).toBe('firstName, plan');
-    await screenshotWhole(page, 'templates-list');
+    await screenshot(page, 'templates-list');
 
     await rows.nth(1).getByRole('button', { name: 'Delete' }).click();
     await page.waitForURL(`${server.url}/templates`);
@@ -95,7 +95,7 @@ describe('dashboard: templates', () => {
     expect(await page.locator('.field:has(#f-html) .error').textContent()).toBe('html, text or content is required');
     // The same message about text and content (fields this form has not) is not repeated above it.
     expect(await page.locator('.form-error').count()).toBe(0);
-    await screenshotWhole(page, 'template-new-error');
+    await screenshot(page, 'template-new-error');
     expect((await server.call('GET', '/v1/templates', { key })).body.count).toBe(before);
 
     const { id } = await createTemplate({ name: 'Kept', subject: 'Kept', html: '<p>kept</p>' });
@@ -120,7 +120,7 @@ describe('dashboard: templates', () => {
     expect(await page.frameLocator('iframe.email-body').locator('b').textContent()).toBe('x');
     expect(dialogs.filter((dialog) => dialog.startsWith('alert'))).toEqual([]);
     const body = await person.context.request.get(`/templates/${id}/body`);
-    expect(body.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; frame-ancestors 'self'");
+    expect(body.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'");
     expect(body.headers()['x-frame-options']).toBe('SAMEORIGIN');
   });
 
@@ -151,7 +151,7 @@ describe('dashboard: templates', () => {
     try {
       await phone.page.goto('/templates');
       expect(await phone.page.locator('table').isVisible()).toBe(true);
-      await screenshotWhole(phone.page, 'templates-list-phone');
+      await screenshot(phone.page, 'templates-list-phone');
     } finally {
       await phone.context.close();
     }

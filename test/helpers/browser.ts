@@ -42,10 +42,19 @@ export async function acceptInvite(browser: Browser, baseURL: string, inviteUrl:
   return { context, page };
 }
 
-/** Saves a full-page screenshot under test-artifacts/screenshots (kept by CI as an artefact). */
+/**
+ * Saves the whole page as one screenshot under test-artifacts/screenshots (kept by CI as an
+ * artefact). The viewport is stretched to the page first: Chromium does not paint a sandboxed
+ * (cross-origin) frame outside the viewport, so a full-page capture would show a mail's frame empty.
+ */
 export async function screenshot(page: Page, name: string): Promise<string> {
   await mkdir(SCREENSHOTS, { recursive: true });
   const file = path.join(SCREENSHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  const size = page.viewportSize()!;
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  await page.setViewportSize({ width: size.width, height: Math.max(height, size.height) });
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.screenshot({ path: file });
+  await page.setViewportSize(size);
   return file;
 }

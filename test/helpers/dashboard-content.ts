@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
-import { screenshot, type SignedIn } from './browser.js';
+import type { SignedIn } from './browser.js';
 
 // What the campaigns and templates dashboard tests share.
 
@@ -36,17 +36,4 @@ export async function expectShownAsText(page: Page, text: string, dialogs: strin
   expect(await page.locator('b', { hasText: 'x' }).count(), `injected <b> on ${page.url()}`).toBe(0);
   expect(await page.locator('script:not([src]):not([type="application/json"])').count(), `inline script on ${page.url()}`).toBe(0);
   expect(dialogs.filter((dialog) => dialog.startsWith('alert'))).toEqual([]);
-}
-
-/**
- * A screenshot of the whole page in one viewport: Chromium does not paint a sandboxed (cross-origin)
- * frame outside the viewport, so a full-page capture of a long page shows a mail's frame empty.
- */
-export async function screenshotWhole(page: Page, name: string) {
-  const size = page.viewportSize()!;
-  const height = await page.evaluate(() => document.documentElement.scrollHeight);
-  await page.setViewportSize({ width: size.width, height });
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-  await screenshot(page, name);
-  await page.setViewportSize(size);
 }

@@ -8,7 +8,7 @@ import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { correctable, formValues } from './domains.js';
+import { correctable, formValues } from '../forms.js';
 
 type Ctx = Context<DashboardEnv>;
 type Key = Awaited<ReturnType<typeof listApiKeys>>[number];

@@ -12,7 +12,8 @@ import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, jsonData, page, pager, select, table, textArea, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { formErrors, formValues, given, invalidInput, mailBody, mailFrame, type FormErrors } from './mail-content.js';
+import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
+import { mailBody, mailFrame } from './mail-content.js';
 import { progress } from './overview.js';
 
 type Campaign = ReturnType<typeof toCampaign>;

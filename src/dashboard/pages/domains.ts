@@ -1,40 +1,16 @@
 import type { Context } from 'hono';
 import { html } from 'hono/html';
-import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import type { Domain } from '../../services/domains.js';
 import { callApi } from '../api-call.js';
-import { actionButton, badge, copyable, csrfField, done, field, fieldErrors, formError, heading, page, select, table, time } from '../layout.js';
+import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
+import { correctable, formValues } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 
 type Ctx = Context<DashboardEnv>;
 type Form = { values: Record<string, string>; errors: Record<string, string> };
 const BLANK: Form = { values: {}, errors: {} };
-
-/** The text fields of a posted form (a file field, which these forms never have, reads as missing). */
-export async function formValues(c: Ctx): Promise<Record<string, string>> {
-  const body = await c.req.parseBody();
-  return Object.fromEntries(Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
-}
-
-/**
- * The errors of a mistake the person can put right in the form (bad or conflicting input), by the
- * form's `fields`, with the status to answer; a problem of no field shown goes above the form.
- * Anything else is thrown on, to become an error page (404 and the like). A conflict names no
- * field, so `conflictField` says which one it is about.
- */
-export function correctable(error: unknown, fields: readonly string[], conflictField = ''): { errors: Record<string, string>; status: 400 | 409 } {
-  if (!(error instanceof ApiError)) throw error;
-  if (error.code === 'CONFLICT') return { errors: { [conflictField]: error.message }, status: 409 };
-  if (error.code !== 'VALIDATION_ERROR') throw error;
-  const errors: Record<string, string> = {};
-  for (const [path, message] of Object.entries(fieldErrors(error))) {
-    const [key, text] = fields.includes(path) ? [path, message] : ['', path ? `${path} ${message}` : message];
-    errors[key] = errors[key] ? `${errors[key]}; ${text}` : text;
-  }
-  return { errors, status: 400 };
-}
 
 const tracking = (domain: Domain) => {
   const on = [domain.openTracking && 'opens', domain.clickTracking && 'clicks'].filter(Boolean).join(' and ');

@@ -10,6 +10,7 @@ import { emailExtras, SEARCH_WINDOW, searchEmails } from '../../services/email-s
 import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, fieldErrors, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
 import { section } from '../section.js';
+import { mailBody, mailFrame } from './mail-content.js';
 import type { DashboardEnv } from '../session.js';
 
 type EmailEvent = { status: string; createdAt: string; data: Record<string, unknown> | null };
@@ -30,14 +31,6 @@ type Email = {
 };
 type Domain = { id: number; name: string };
 type Ctx = Context<DashboardEnv>;
-
-// The stored HTML is the sender's, so the frame showing it may run nothing, load nothing but
-// images, styles and fonts, and be framed only by our own pages.
-const BODY_HEADERS = {
-  'Content-Type': 'text/html; charset=utf-8',
-  'Content-Security-Policy': "default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'",
-  'X-Frame-Options': 'SAMEORIGIN',
-};
 
 // The API's own list filters (same names, same messages), plus the search box.
 const filtersSchema = listEmailsQuery.omit({ limit: true }).extend({ q: z.string().optional() });
@@ -106,7 +99,7 @@ function content(deps: AppDeps, email: Email, extras: Extras): Html {
   return html`${part(
     'HTML',
     email.html !== null
-      ? html`<iframe sandbox class="email-body" title="The email's HTML" referrerpolicy="no-referrer" src="/emails/${email.id}/body"></iframe>`
+      ? mailFrame("The email's HTML", { src: `/emails/${email.id}/body` })
       : html`<div class="empty">This email has no HTML part.</div>`,
   )}${part('Text', email.text ? html`<pre class="email-text">${email.text}</pre>` : html`<div class="empty">This email has no text part.</div>`)}`;
 }
@@ -243,7 +236,7 @@ export function emailsPages(deps: AppDeps) {
   app.get('/:id/body', async (c) => {
     const email = await callApi<Email>(c, deps, 'get', '/emails/{emailId}', { params: { emailId: c.req.param('id') } });
     if (email.html === null) throw notFound('HTML body');
-    return c.body(email.html, 200, BODY_HEADERS);
+    return mailBody(c, email.html);
   });
 
   app.post('/:id/cancel', async (c) => {

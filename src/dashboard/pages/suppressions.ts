@@ -5,7 +5,7 @@ import { callApi } from '../api-call.js';
 import { actionButton, badge, csrfField, done, field, formError, heading, page, pager, table, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { correctable, formValues } from './domains.js';
+import { correctable, formValues } from '../forms.js';
 
 type Ctx = Context<DashboardEnv>;
 type Suppression = { email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL'; sourceEmailId: string | null; createdAt: string };

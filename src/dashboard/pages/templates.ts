@@ -7,7 +7,8 @@ import { callApi } from '../api-call.js';
 import { actionButton, csrfField, done, field, formError, heading, page, pager, table, textArea, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { formErrors, formValues, given, invalidInput, mailBody, mailFrame, type FormErrors } from './mail-content.js';
+import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
+import { mailBody, mailFrame } from './mail-content.js';
 
 type Template = ReturnType<typeof toTemplate>;
 type C = Context<DashboardEnv>;
