@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, screenshot, signedIn, type SignedIn } from './helpers/browser.js';
+import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
 import { createDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -9,17 +9,14 @@ let browser: Browser;
 let teamId: number;
 let key: string;
 let person: SignedIn;
-const dialogs: string[] = [];
+let dialogs: string[] = [];
 
 beforeAll(async () => {
   [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
   ({ teamId, apiKey: key } = await server.team('Keys team'));
   person = await signedIn(browser, server, teamId);
-  // Confirm dialogs are the tests' to answer; any other dialog would be injected script.
-  person.page.on('dialog', (dialog) => {
-    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-    if (dialog.type() !== 'confirm') void dialog.dismiss();
-  });
+  // Confirms are each test's to answer.
+  dialogs = watchDialogs(person.page, { answerConfirms: false });
 });
 afterAll(async () => {
   await browser?.close();

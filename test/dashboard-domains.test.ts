@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, screenshot, signedIn, type SignedIn } from './helpers/browser.js';
+import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, startServerWithDns, waitForDomain } from './helpers/domains.js';
 import type { TestServer } from './helpers/server.js';
@@ -12,7 +12,7 @@ let key: string;
 let stop: () => Promise<void>;
 let browser: Browser;
 let person: SignedIn;
-const dialogs: string[] = [];
+let dialogs: string[] = [];
 
 beforeAll(async () => {
   [{ dns, server, teamId, key, stop }, browser] = await Promise.all([
@@ -21,11 +21,8 @@ beforeAll(async () => {
   ]);
   person = await signedIn(browser, server, teamId);
   await person.context.grantPermissions(['clipboard-read', 'clipboard-write']);
-  // Every dialog a page opens is noted (and accepted unless a test says otherwise): an alert would be injected script.
-  person.page.on('dialog', (dialog) => {
-    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-    if (dialog.type() !== 'confirm') void dialog.dismiss();
-  });
+  // Confirms are each test's to answer.
+  dialogs = watchDialogs(person.page, { answerConfirms: false });
 });
 afterAll(async () => {
   await browser?.close();

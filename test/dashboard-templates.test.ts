@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, signedIn, type SignedIn } from './helpers/browser.js';
-import { expectShownAsText, HOSTILE, postAs, submitted, watchDialogs } from './helpers/dashboard-content.js';
+import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboard-content.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;

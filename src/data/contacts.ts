@@ -27,7 +27,8 @@ export type ContactWrite = ContactFields & { id: string };
 /** A contact is addressed by its id or by its email address (case-insensitively). */
 export type ContactKey = { id: string } | { email: string };
 
-export type ContactFilter = { emails?: string[]; ids?: string[]; subscribed?: boolean };
+/** `text` matches part of the address or of the name (case-insensitively), for people searching a book. */
+export type ContactFilter = { emails?: string[]; ids?: string[]; subscribed?: boolean; text?: string };
 
 export type BookLock = 'keyShare' | 'update';
 
@@ -158,6 +159,12 @@ function filtered(db: Db, teamId: number, bookId: string, filter: ContactFilter)
   if (filter.ids?.length) query = query.where('id', '=', sql<string>`ANY(${filter.ids}::text[])`);
   if (filter.emails?.length) query = query.where(sql`lower(email)`, '=', anyEmailKey(filter.emails));
   if (filter.subscribed !== undefined) query = query.where('subscribed', '=', filter.subscribed);
+  if (filter.text) {
+    // No index serves a substring: this reads the book, which a person's search can afford.
+    const pattern = `%${filter.text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+    const name = sql<string>`coalesce(first_name, '') || ' ' || coalesce(last_name, '')`;
+    query = query.where((eb) => eb.or([eb('email', 'ilike', pattern), eb(name, 'ilike', pattern)]));
+  }
   return query;
 }
 

@@ -58,3 +58,17 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.setViewportSize(size);
   return file;
 }
+
+/**
+ * Notes every dialog the page opens: an alert or prompt would be injected script, so it is
+ * dismissed; a confirm is accepted (the person said yes) unless the test answers confirms itself.
+ */
+export function watchDialogs(page: Page, options: { answerConfirms?: boolean } = {}): string[] {
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+    if (dialog.type() !== 'confirm') void dialog.dismiss();
+    else if (options.answerConfirms !== false) void dialog.accept();
+  });
+  return dialogs;
+}

@@ -7,16 +7,6 @@ import type { SignedIn } from './browser.js';
 /** Markup a hostile name or body carries: shown as text, it must never become elements or run. */
 export const HOSTILE = '<script>alert(1)</script><b>x</b>';
 
-/** Notes every dialog the page opens; confirms are accepted (the person said yes), the rest dismissed. */
-export function watchDialogs(page: Page): string[] {
-  const dialogs: string[] = [];
-  page.on('dialog', (dialog) => {
-    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-    void (dialog.type() === 'confirm' ? dialog.accept() : dialog.dismiss());
-  });
-  return dialogs;
-}
-
 /** Clicks what submits a form and answers the status of the POST it sent, once the next page has loaded. */
 export async function submitted(page: Page, click: () => Promise<void>): Promise<number> {
   const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.request().frame() === page.mainFrame()), click()]);
