@@ -1,27 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { screenshot, signedIn, startDashboard } from './helpers/browser.js';
 import { createDomain } from './helpers/domains.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 
-let server: TestServer;
-let browser: Browser;
-let teamId: number;
-let key: string;
-let person: SignedIn;
-let dialogs: string[] = [];
-
-beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  ({ teamId, apiKey: key } = await server.team('Keys team'));
-  person = await signedIn(browser, server, teamId);
-  // Confirms are each test's to answer.
-  dialogs = watchDialogs(person.page, { answerConfirms: false });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const { server, browser, apiKey: key, person, dialogs, stop } = await startDashboard('Keys team');
+afterAll(stop);
 
 const rowOf = (page: Page, name: string) => page.locator('table tbody tr', { has: page.locator('.key-name', { hasText: name }) });
 

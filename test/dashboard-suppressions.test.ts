@@ -1,26 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { screenshot, signedIn, startDashboard } from './helpers/browser.js';
 
-let server: TestServer;
-let browser: Browser;
-let teamId: number;
-let key: string;
-let person: SignedIn;
-let dialogs: string[] = [];
-
-beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  ({ teamId, apiKey: key } = await server.team('Suppressions team'));
-  person = await signedIn(browser, server, teamId);
-  // Confirms are each test's to answer.
-  dialogs = watchDialogs(person.page, { answerConfirms: false });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const { server, browser, apiKey: key, person, dialogs, stop } = await startDashboard('Suppressions team');
+afterAll(stop);
 
 const suppressed = async () => ((await server.call('GET', '/v1/suppressions?limit=1000', { key })).body.data as { email: string }[]).map((s) => s.email);
 const listedEmails = (page: Page) => page.locator('table tbody tr td:first-child').allTextContents();

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { inviteUser } from '../../src/services/users.js';
-import type { TestServer } from './server.js';
+import { startTestServer, type TestServer } from './server.js';
 
 /** Debian's chromium, which .ci/run installs when it is missing. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -71,4 +71,18 @@ export function watchDialogs(page: Page, options: { answerConfirms?: boolean } =
     else if (options.answerConfirms !== false) void dialog.accept();
   });
   return dialogs;
+}
+
+export type DashboardRig = { server: TestServer; browser: Browser; teamId: number; apiKey: string; person: SignedIn; dialogs: string[]; stop(): Promise<void> };
+
+/**
+ * A test server and a browser with one team and one of its people signed in, whose dialogs are
+ * watched (confirms left to the test to answer).
+ */
+export async function startDashboard(teamName: string): Promise<DashboardRig> {
+  const [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  const { teamId, apiKey } = await server.team(teamName);
+  const person = await signedIn(browser, server, teamId);
+  const dialogs = watchDialogs(person.page, { answerConfirms: false });
+  return { server, browser, teamId, apiKey, person, dialogs, stop: async () => void (await Promise.all([browser.close(), server.stop()])) };
 }
