@@ -192,4 +192,23 @@ describe('dashboard sign-in', () => {
     await expect(inviteUser(server.deps, { teamId, email: 'not an address', publicUrl: server.url })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     await context.close();
   });
+
+  it('with an https PUBLIC_URL the session cookie is Secure, and invite links start with it', async () => {
+    const behindTls = await startTestServer({ PUBLIC_URL: 'https://mail.example.test' });
+    try {
+      const team = await behindTls.team('Behind TLS');
+      const invite = await inviteUser(behindTls.deps, { teamId: team.teamId, email: 'tls@example.test', publicUrl: behindTls.deps.config.publicUrl });
+      expect(invite.inviteUrl).toMatch(/^https:\/\/mail\.example\.test\/invite\//);
+      const chosen = await fetch(behindTls.url + new URL(invite.inviteUrl).pathname, {
+        method: 'POST',
+        body: new URLSearchParams({ password: PASSWORD, confirm: PASSWORD }),
+        redirect: 'manual',
+      });
+      expect(chosen.status).toBe(303);
+      const cookie = chosen.headers.getSetCookie().find((line) => line.startsWith('mailroom_session='))!;
+      expect(cookie.split(/;\s*/)).toEqual(expect.arrayContaining(['HttpOnly', 'Secure', 'SameSite=Lax', 'Path=/']));
+    } finally {
+      await behindTls.stop();
+    }
+  });
 });
