@@ -3,9 +3,13 @@ import { apiRoutes } from '../api/index.js';
 import type { AppDeps } from '../http/deps.js';
 import { parseInput } from '../http/input.js';
 import type { Method, RouteDef } from '../http/route.js';
+import type { Caller } from '../services/caller.js';
 import type { DashboardEnv } from './session.js';
 
 const routes = new Map(apiRoutes.map((route) => [`${route.method} ${route.path}`, route] as const));
+
+/** The signed-in person as a service's caller: the whole team, as a full-permission key. */
+export const callerOf = (c: Context<DashboardEnv>): Caller => ({ teamId: c.get('user').teamId, domainId: null });
 
 type Call = { params?: Record<string, string>; query?: Record<string, string | undefined>; body?: unknown };
 
@@ -23,7 +27,7 @@ export async function callApi<T = any>(c: Context<DashboardEnv>, deps: AppDeps, 
     params: route.params ? parseInput(route.params, call.params ?? {}) : undefined,
     query: route.query ? parseInput(route.query, query) : undefined,
     body: route.body ? parseInput(route.body, call.body ?? {}) : undefined,
-    auth: { teamId: user.teamId, domainId: null, keyId: `dashboard:${user.userId}`, permission: 'full' as const, rateLimitPerSecond: null },
+    auth: { ...callerOf(c), keyId: `dashboard:${user.userId}`, permission: 'full' as const, rateLimitPerSecond: null },
     deps,
     c,
   };

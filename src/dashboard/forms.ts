@@ -10,6 +10,10 @@ export async function formValues(c: Context): Promise<Record<string, string>> {
   return Object.fromEntries(Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
+/** A form as typed, and what was wrong with it by field ("" for the form as a whole). */
+export type Form = { values: Record<string, string>; errors: Record<string, string> };
+export const BLANK_FORM: Form = { values: {}, errors: {} };
+
 /** An empty field is one left out: the API's defaults and "required" messages then apply. */
 export const given = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
 

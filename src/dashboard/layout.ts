@@ -199,5 +199,46 @@ export function pager(base: string, query: Record<string, string | undefined>, p
   }</nav>`;
 }
 
+/** Sent of total as a bar and a number (a <progress>: the CSP allows no inline widths). */
+export const progress = (sent: number, total: number) =>
+  html`<progress max="${Math.max(total, 1)}" value="${Math.min(sent, total)}" aria-label="${sent} of ${total} sent"></progress><small class="muted">${sent.toLocaleString('en')} of ${total.toLocaleString('en')}</small>`;
+
+/** A figure as a card: its label, its value, and a line under it. */
+export const card = (label: string, value: string, sub?: Html | string) =>
+  html`<div class="card"><div class="label">${label}</div><div class="value">${value}</div>${sub ? html`<div class="sub">${sub}</div>` : ''}</div>`;
+
+const percent = (value: number) => `${Number(value.toFixed(2))}%`;
+
+/** A reputation rate beside the guard's limit for it, marked when over (in words and colour). */
+export const rateCard = (label: string, rate: number, limit: number) =>
+  html`<div class="card"><div class="label">${label}</div><div class="value${rate > limit ? ' over' : ''}">${percent(rate)}</div><div class="sub">limit ${percent(limit)} ${
+    rate > limit ? html`<span class="badge badge-failed">Over the limit</span>` : html`<span class="badge badge-success">Within the limit</span>`
+  }</div></div>`;
+
+/** One colour per kind of count, the same on every chart. */
+export const CHART_COLOURS = {
+  sent: '#3b5bdb',
+  delivered: '#2b8a3e',
+  opened: '#1098ad',
+  clicked: '#7048e8',
+  bounced: '#e8590c',
+  hard_bounced: '#c92a2a',
+  complained: '#862e9c',
+} as const;
+
+/**
+ * A line chart that app.js draws with Chart.js (served from /assets) from its data block; its
+ * numbers must also be on the page in words or a table, for readers without the chart.
+ */
+export function lineChart(id: string, ariaLabel: string, labels: string[], lines: { label: string; colour: string; data: number[] }[]) {
+  const spec = {
+    type: 'line',
+    data: { labels, datasets: lines.map((line) => ({ label: line.label, data: line.data, borderColor: line.colour, backgroundColor: line.colour, tension: 0.2 })) },
+    options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
+  };
+  return html`<script src="/assets/chart.js" defer></script>
+<div class="chart"><canvas data-chart="${id}" role="img" aria-label="${ariaLabel}"></canvas></div>${jsonData(id, spec)}`;
+}
+
 /** A page heading with actions at its right. */
 export const heading = (title: string, actions?: Html) => html`<div class="page-head"><h1>${title}</h1>${actions ? html`<div class="actions">${actions}</div>` : ''}</div>`;

@@ -4,21 +4,21 @@ import type { AppDeps } from '../../http/deps.js';
 import type { emailTimeSeries, reputationMetrics } from '../../services/analytics.js';
 import type { Domain } from '../../services/domains.js';
 import { callApi } from '../api-call.js';
-import { fieldErrors, heading, jsonData, page, select, table, type Html } from '../layout.js';
+import { card, CHART_COLOURS, fieldErrors, heading, lineChart, page, rateCard, select, table } from '../layout.js';
 import { section } from '../section.js';
 
 type Series = Awaited<ReturnType<typeof emailTimeSeries>>;
 type Reputation = Awaited<ReturnType<typeof reputationMetrics>>;
 type Kind = keyof Series['totalCounts'];
 
-/** The series in the order the chart, the cards and the table show them, each with its line's colour. */
-const KINDS: readonly { kind: Kind; label: string; colour: string }[] = [
-  { kind: 'sent', label: 'Sent', colour: '#3b5bdb' },
-  { kind: 'delivered', label: 'Delivered', colour: '#2b8a3e' },
-  { kind: 'opened', label: 'Opened', colour: '#1098ad' },
-  { kind: 'clicked', label: 'Clicked', colour: '#7048e8' },
-  { kind: 'bounced', label: 'Bounced', colour: '#e8590c' },
-  { kind: 'complained', label: 'Complained', colour: '#c92a2a' },
+/** The series in the order the chart, the cards and the table show them. */
+const KINDS: readonly { kind: Kind; label: string }[] = [
+  { kind: 'sent', label: 'Sent' },
+  { kind: 'delivered', label: 'Delivered' },
+  { kind: 'opened', label: 'Opened' },
+  { kind: 'clicked', label: 'Clicked' },
+  { kind: 'bounced', label: 'Bounced' },
+  { kind: 'complained', label: 'Complained' },
 ];
 
 const PERIODS = [
@@ -34,34 +34,6 @@ const dayName = (date: string, options: Intl.DateTimeFormatOptions) => new Date(
 const axisLabel = (date: string) => dayName(date, { day: 'numeric', month: 'short' });
 // Non-breaking spaces: a date is never split over two lines of a narrow table.
 const rowLabel = (date: string) => dayName(date, { weekday: 'short', day: 'numeric', month: 'short' }).replace(/ /g, '\u00a0');
-const percent = (value: number) => `${Number(value.toFixed(2))}%`;
-
-const card = (label: string, value: string, sub?: Html) =>
-  html`<div class="card"><div class="label">${label}</div><div class="value">${value}</div>${sub ? html`<div class="sub">${sub}</div>` : ''}</div>`;
-
-/** A rate beside the reputation guard's limit for it, marked when over (in words, not by colour alone). */
-const rateCard = (label: string, rate: number, limit: number) =>
-  card(
-    label,
-    percent(rate),
-    html`limit ${percent(limit)} ${rate > limit ? html`<span class="badge badge-failed">Over the limit</span>` : html`<span class="badge badge-success">Within the limit</span>`}`,
-  );
-
-function chartSpec(series: Series) {
-  return {
-    type: 'line',
-    data: {
-      labels: series.result.map((day) => axisLabel(day.date)),
-      datasets: KINDS.map(({ kind, label, colour }) => ({
-        label,
-        data: series.result.map((day) => day[kind]),
-        borderColor: colour,
-        backgroundColor: colour,
-      })),
-    },
-    options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
-  };
-}
 
 /**
  * The team's mail over the last 7 or 30 days (/analytics), all domains or one: the daily counts as
@@ -105,9 +77,12 @@ ${filters()}
 <h2>Totals, ${period}, ${scope}</h2>
 <div class="cards" id="totals">${KINDS.map(({ kind, label }) => card(label, count(series.totalCounts[kind])))}</div>
 <h2>Daily</h2>
-<div class="panel"><div class="chart"><canvas data-chart="${CHART_ID}" role="img" aria-label="Daily sent, delivered, opened, clicked, bounced and complained mail, ${period}; the table below has the same numbers"></canvas></div></div>
-${jsonData(CHART_ID, chartSpec(series))}
-<script src="/assets/chart.js" defer></script>
+<div class="panel">${lineChart(
+  CHART_ID,
+  `Daily sent, delivered, opened, clicked, bounced and complained mail, ${period}; the table below has the same numbers`,
+  series.result.map((day) => axisLabel(day.date)),
+  KINDS.map(({ kind, label }) => ({ label, colour: CHART_COLOURS[kind], data: series.result.map((day) => day[kind]) })),
+)}</div>
 <h2>Reputation, ${period}</h2>
 <div class="cards" id="reputation">
 ${rateCard('Hard-bounce rate', reputation.bounceRate, deps.config.reputationMaxBounceRate)}

@@ -2,24 +2,20 @@ import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { AppDeps } from '../../http/deps.js';
 import { createTeamApiKey, listApiKeys, revokeTeamApiKey } from '../../services/api-keys.js';
-import type { Caller } from '../../services/caller.js';
 import type { Domain } from '../../services/domains.js';
-import { callApi } from '../api-call.js';
+import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { correctable, formValues } from '../forms.js';
+import { BLANK_FORM, correctable, formValues, type Form } from '../forms.js';
 
 type Ctx = Context<DashboardEnv>;
 type Key = Awaited<ReturnType<typeof listApiKeys>>[number];
-type Form = { values: Record<string, string>; errors: Record<string, string> };
 
 const PERMISSIONS = [
   { value: 'full', label: 'Full access', scope: 'every endpoint' },
   { value: 'sending', label: 'Sending only', scope: 'the /v1/emails endpoints' },
 ] as const;
-
-const callerOf = (c: Ctx): Caller => ({ teamId: c.get('user').teamId, domainId: null });
 
 /** A key's token, shown on the page that answers its creation and never again (not even in a URL or cookie). */
 const secretBox = (created: { name: string; token: string }) => html`<section class="secret" role="status">
@@ -90,7 +86,7 @@ ${select('domainId', 'Domain', [{ value: '', label: 'All domains of the team' },
 export function apiKeysPages(deps: AppDeps) {
   const app = section(deps, '/api-keys');
 
-  app.get('/', (c) => keysPage(c, deps, { values: {}, errors: {} }));
+  app.get('/', (c) => keysPage(c, deps, BLANK_FORM));
 
   // The token goes straight into this response, never through a redirect, so it is in no URL,
   // cookie or history entry; the page is not cached (page() says no-store).
@@ -104,7 +100,7 @@ export function apiKeysPages(deps: AppDeps) {
       const { errors, status } = correctable(error, ['name', 'permission', 'domainId']);
       return keysPage(c, deps, { values, errors }, { status });
     }
-    return keysPage(c, deps, { values: {}, errors: {} }, { created: { name: input.name.trim(), token } });
+    return keysPage(c, deps, BLANK_FORM, { created: { name: input.name.trim(), token } });
   });
 
   app.post('/:id/revoke', async (c) => {

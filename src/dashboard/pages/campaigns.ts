@@ -8,13 +8,12 @@ import type { toCampaign } from '../../services/campaigns.js';
 import type { toContactBook } from '../../services/contact-books.js';
 import type { toDomain } from '../../services/domains.js';
 import type { toTemplate } from '../../services/templates.js';
-import { callApi } from '../api-call.js';
-import { actionButton, badge, copyable, csrfField, done, field, formError, heading, jsonData, page, pager, select, table, textArea, time, type Html } from '../layout.js';
+import { callApi, callerOf } from '../api-call.js';
+import { actionButton, badge, card, CHART_COLOURS, copyable, csrfField, done, field, formError, heading, lineChart, page, pager, progress, select, table, textArea, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
 import { mailBody, mailFrame } from './mail-content.js';
-import { progress } from './overview.js';
 
 type Campaign = ReturnType<typeof toCampaign>;
 type Template = ReturnType<typeof toTemplate>;
@@ -45,15 +44,15 @@ const COUNTERS = [
 ] as const;
 const BASES = { total: 'recipients', delivered: 'delivered' } as const;
 
-// The chart's lines: a timeline kind, its label and colour.
+// The chart's lines: a timeline kind and its label.
 const LINES = [
-  ['sent', 'Sent', '#3b5bdb'],
-  ['delivered', 'Delivered', '#2b8a3e'],
-  ['opened', 'Opened', '#0c8599'],
-  ['clicked', 'Clicked', '#7048e8'],
-  ['bounced', 'Bounced', '#e8590c'],
-  ['hard_bounced', 'Hard bounced', '#c92a2a'],
-  ['complained', 'Complained', '#862e9c'],
+  ['sent', 'Sent'],
+  ['delivered', 'Delivered'],
+  ['opened', 'Opened'],
+  ['clicked', 'Clicked'],
+  ['bounced', 'Bounced'],
+  ['hard_bounced', 'Hard bounced'],
+  ['complained', 'Complained'],
 ] as const;
 
 /** The state moves a campaign page offers, each one API call. */
@@ -181,20 +180,11 @@ function createBody(values: Record<string, string>) {
 function timelineChart(timeline: CampaignTimeline): Html {
   if (timeline.points.length === 0) return html`<div class="empty">Nothing has been sent yet: the chart starts with the first mail out.</div>`;
   const label = (at: Date) => (timeline.unit === 'hour' ? `${at.toISOString().slice(0, 13).replace('T', ' ')}:00` : at.toISOString().slice(0, 10));
-  const chart = {
-    type: 'line',
-    data: {
-      labels: timeline.points.map((point) => label(point.at)),
-      datasets: LINES.map(([kind, name, colour]) => ({ label: name, data: timeline.points.map((point) => point[kind]), borderColor: colour, backgroundColor: colour, tension: 0.2 })),
-    },
-    options: { scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } },
-  };
+  const lines = LINES.map(([kind, name]) => ({ label: name, colour: CHART_COLOURS[kind], data: timeline.points.map((point) => point[kind]) }));
   return html`<div class="panel">
-<div class="chart"><canvas data-chart="campaign-chart" role="img" aria-label="The campaign's counters per ${timeline.unit}"></canvas></div>
-${jsonData('campaign-chart', chart)}
+${lineChart('campaign-chart', `The campaign's counters per ${timeline.unit}`, timeline.points.map((point) => label(point.at)), lines)}
 <p class="hint">Emails counted per ${timeline.unit} (UTC), each once per kind as the counters count them. Unsubscribes are counted without a time, so only their card shows them.</p>
-</div>
-<script src="/assets/chart.js" defer></script>`;
+</div>`;
 }
 
 function batches(campaign: Campaign) {
@@ -206,9 +196,8 @@ function campaignPage(deps: AppDeps) {
   return async (c: C) => {
     const campaignId = c.req.param('id')!;
     const campaign = await callApi<Campaign>(c, deps, 'get', '/campaigns/{campaignId}', { params: { campaignId } });
-    const user = c.get('user');
     const [timeline, book] = await Promise.all([
-      campaignTimeline(deps, { teamId: user.teamId, domainId: null }, { campaignId }),
+      campaignTimeline(deps, callerOf(c), { campaignId }),
       campaign.contactBookId ? callApi<Book>(c, deps, 'get', '/contactBooks/{contactBookId}', { params: { contactBookId: campaign.contactBookId } }) : null,
     ]);
     const base = `/campaigns/${campaign.id}`;
@@ -226,7 +215,7 @@ ${campaign.pausedReason ? html`<p class="form-error" role="alert"><strong>Paused
 <div class="panel">${badge(campaign.status)} ${progress(campaign.sent, campaign.total)}</div>
 <div class="cards">${COUNTERS.map(
   ([key, label, base]) =>
-    html`<div class="card"><div class="label">${label}</div><div class="value">${count(campaign[key])}</div>${base ? html`<div class="sub">${share(campaign[key], base)}</div>` : ''}</div>`,
+    card(label, count(campaign[key]), base ? share(campaign[key], base) : undefined),
 )}</div>
 <h2>Over time</h2>
 ${timelineChart(timeline)}

@@ -4,10 +4,11 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../../http/deps.js';
 import { contactsCsv } from '../../services/contact-csv.js';
 import { listContacts } from '../../services/contacts.js';
-import { callApi } from '../api-call.js';
+import { callApi, callerOf } from '../api-call.js';
 import { actionButton, csrfField, done, field, formError, heading, page, pager, select, table, time } from '../layout.js';
+import { correctable, formValues } from '../forms.js';
 import type { DashboardEnv } from '../session.js';
-import { bookPath, callerOf, deleteBookButton, formOf, getBook, refusal, type Book, type Contact, type Errors } from './contacts-common.js';
+import { bookPath, deleteBookButton, getBook, type Book, type Contact, type Errors } from './contacts-common.js';
 
 const PAGE_SIZE = 50;
 const MAX_SEARCH = 320;
@@ -151,6 +152,8 @@ ${errors.subscribed ? html`<small class="error">${errors.subscribed}</small>` : 
   });
 }
 
+const CONTACT_FIELDS = ['email', 'firstName', 'lastName', 'subscribed'];
+
 const valuesOf = (form: Record<string, string>): ContactValues => ({
   email: form.email ?? '',
   firstName: form.firstName ?? '',
@@ -187,12 +190,12 @@ export function bookPages(app: Hono<DashboardEnv>, deps: AppDeps) {
 
   app.post('/:bookId/new', async (c) => {
     const book = await getBook(c, deps, c.req.param('bookId'));
-    const values = valuesOf(await formOf(c));
+    const values = valuesOf(await formValues(c));
     try {
       await callApi(c, deps, 'post', CONTACTS_ROUTE, { params: { contactBookId: book.id }, body: bodyOf(values) });
       return done(c, bookPath(book.id), `Saved ${values.email.trim()}`);
     } catch (error) {
-      return contactPage(c, book, { values, ...refusal(error, 'email') });
+      return contactPage(c, book, { values, ...correctable(error, CONTACT_FIELDS, 'email') });
     }
   });
 
@@ -205,25 +208,25 @@ export function bookPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.post('/:bookId/contacts/:contactId', async (c) => {
     const book = await getBook(c, deps, c.req.param('bookId'));
     const contact = await contactOf(c, book.id);
-    const values = valuesOf(await formOf(c));
+    const values = valuesOf(await formValues(c));
     try {
       await callApi(c, deps, 'patch', CONTACT_ROUTE, { params: { contactBookId: book.id, contactId: contact.id }, body: bodyOf(values) });
       return done(c, bookPath(book.id), `Saved ${values.email.trim()}`);
     } catch (error) {
-      return contactPage(c, book, { values, ...refusal(error, 'email') }, contact);
+      return contactPage(c, book, { values, ...correctable(error, CONTACT_FIELDS, 'email') }, contact);
     }
   });
 
   app.post('/:bookId/contacts/:contactId/unsubscribe', async (c) => {
     const bookId = c.req.param('bookId');
     await callApi(c, deps, 'patch', CONTACT_ROUTE, { params: { contactBookId: bookId, contactId: c.req.param('contactId') }, body: { subscribed: false } });
-    return done(c, backTo(await formOf(c), bookId), 'Contact unsubscribed');
+    return done(c, backTo(await formValues(c), bookId), 'Contact unsubscribed');
   });
 
   app.post('/:bookId/contacts/:contactId/delete', async (c) => {
     const bookId = c.req.param('bookId');
     await callApi(c, deps, 'delete', CONTACT_ROUTE, { params: { contactBookId: bookId, contactId: c.req.param('contactId') } });
-    return done(c, backTo(await formOf(c), bookId), 'Contact deleted');
+    return done(c, backTo(await formValues(c), bookId), 'Contact deleted');
   });
 
   app.get('/:bookId/export.csv', async (c) => {

@@ -4,10 +4,11 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../../http/deps.js';
 import { callApi } from '../api-call.js';
 import { csrfField, done, field, formError, heading, page, table, time } from '../layout.js';
+import { correctable, formValues } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 import { bookPages } from './contacts-book.js';
-import { BOOK_ROUTE, bookPath, deleteBookButton, formOf, getBook, refusal, type Book, type Errors } from './contacts-common.js';
+import { BOOK_ROUTE, bookPath, deleteBookButton, getBook, type Book, type Errors } from './contacts-common.js';
 import { importPages } from './contacts-import.js';
 
 type BookForm = { name?: string; emoji?: string; errors?: Errors; status?: ContentfulStatusCode };
@@ -69,12 +70,12 @@ export function contactsPages(deps: AppDeps) {
   app.get('/', (c) => booksPage(c, deps));
 
   app.post('/', async (c) => {
-    const form = await formOf(c);
+    const form = await formValues(c);
     try {
       const book = await callApi<Book>(c, deps, 'post', '/contactBooks', { body: { name: form.name ?? '' } });
       return done(c, bookPath(book.id), `Contact book "${book.name}" created`);
     } catch (error) {
-      return booksPage(c, deps, { name: form.name, ...refusal(error) });
+      return booksPage(c, deps, { name: form.name, ...correctable(error, ['name']) });
     }
   });
 
@@ -82,14 +83,14 @@ export function contactsPages(deps: AppDeps) {
 
   app.post('/:bookId/edit', async (c) => {
     const book = await getBook(c, deps, c.req.param('bookId'));
-    const form = await formOf(c);
+    const form = await formValues(c);
     try {
       // An empty emoji field keeps the book's emoji rather than failing the form.
       const body = { name: form.name ?? '', ...(form.emoji?.trim() ? { emoji: form.emoji } : {}) };
       const saved = await callApi<Book>(c, deps, 'patch', BOOK_ROUTE, { params: { contactBookId: book.id }, body });
       return done(c, bookPath(book.id), `Contact book renamed to "${saved.name}"`);
     } catch (error) {
-      return renamePage(c, book, { name: form.name, emoji: form.emoji, ...refusal(error) });
+      return renamePage(c, book, { name: form.name, emoji: form.emoji, ...correctable(error, ['name', 'emoji']) });
     }
   });
 

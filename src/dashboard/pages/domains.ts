@@ -4,13 +4,11 @@ import type { AppDeps } from '../../http/deps.js';
 import type { Domain } from '../../services/domains.js';
 import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
-import { correctable, formValues } from '../forms.js';
+import { BLANK_FORM, correctable, formValues, type Form } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 
 type Ctx = Context<DashboardEnv>;
-type Form = { values: Record<string, string>; errors: Record<string, string> };
-const BLANK: Form = { values: {}, errors: {} };
 
 const tracking = (domain: Domain) => {
   const on = [domain.openTracking && 'opens', domain.clickTracking && 'clicks'].filter(Boolean).join(' and ');
@@ -128,7 +126,7 @@ export function domainsPages(deps: AppDeps) {
   const app = section(deps, '/domains');
   const list = (c: Ctx) => callApi<Domain[]>(c, deps, 'get', '/domains');
 
-  app.get('/', async (c) => listPage(c, deps, await list(c), BLANK));
+  app.get('/', async (c) => listPage(c, deps, await list(c), BLANK_FORM));
 
   app.post('/', async (c) => {
     const values = await formValues(c);

@@ -7,8 +7,9 @@ import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import { parseInput } from '../../http/input.js';
 import { emailExtras, SEARCH_WINDOW, searchEmails } from '../../services/email-search.js';
-import { callApi } from '../api-call.js';
+import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, fieldErrors, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
+import { correctable, formValues } from '../forms.js';
 import { section } from '../section.js';
 import { mailBody, mailFrame } from './mail-content.js';
 import type { DashboardEnv } from '../session.js';
@@ -109,7 +110,7 @@ type ScheduleForm = { errors?: Record<string, string>; scheduledAt?: string; sta
 /** One email: its facts, what can still be done with it, its events and what it said. */
 async function emailPage(c: Ctx, deps: AppDeps, emailId: string, form: ScheduleForm = {}) {
   const email = await callApi<Email>(c, deps, 'get', '/emails/{emailId}', { params: { emailId } });
-  const extras = await emailExtras(deps, { teamId: c.get('user').teamId, domainId: null }, { emailId });
+  const extras = await emailExtras(deps, callerOf(c), { emailId });
   const errors = form.errors ?? {};
   const fact = (label: string, value: unknown) => html`<dt>${label}</dt><dd>${value ?? html`<span class="muted">—</span>`}</dd>`;
   const headers = Object.entries(extras.headers);
@@ -159,8 +160,7 @@ ${part(
 
 /** Re-renders the email with a refused change's message next to its field (or above the form). */
 async function refused(c: Ctx, deps: AppDeps, emailId: string, error: unknown, scheduledAt?: string) {
-  if (!(error instanceof ApiError) || !['VALIDATION_ERROR', 'CONFLICT'].includes(error.code)) throw error;
-  return emailPage(c, deps, emailId, { errors: fieldErrors(error), scheduledAt, status: error.status as ContentfulStatusCode });
+  return emailPage(c, deps, emailId, { ...correctable(error, ['scheduledAt']), scheduledAt });
 }
 
 /** The team's mail: search, filters, and one page of the list. */
@@ -175,7 +175,7 @@ async function listPage(c: Ctx, deps: AppDeps) {
   try {
     const parsed = parseInput(filtersSchema, filterInput(query));
     pageNumber = parsed.page;
-    result = await searchEmails(deps, { teamId: c.get('user').teamId, domainId: null }, parsed);
+    result = await searchEmails(deps, callerOf(c), parsed);
   } catch (error) {
     if (!(error instanceof ApiError) || error.code !== 'VALIDATION_ERROR') throw error;
     errors = fieldErrors(error);
@@ -251,8 +251,7 @@ export function emailsPages(deps: AppDeps) {
 
   app.post('/:id/reschedule', async (c) => {
     const emailId = c.req.param('id');
-    const form = await c.req.parseBody();
-    const scheduledAt = typeof form.scheduledAt === 'string' ? form.scheduledAt : '';
+    const { scheduledAt = '' } = await formValues(c);
     try {
       await callApi(c, deps, 'patch', '/emails/{emailId}', { params: { emailId }, body: { scheduledAt } });
     } catch (error) {

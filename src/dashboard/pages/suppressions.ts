@@ -5,11 +5,10 @@ import { callApi } from '../api-call.js';
 import { actionButton, badge, csrfField, done, field, formError, heading, page, pager, table, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { correctable, formValues } from '../forms.js';
+import { BLANK_FORM, correctable, formValues, type Form } from '../forms.js';
 
 type Ctx = Context<DashboardEnv>;
 type Suppression = { email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL'; sourceEmailId: string | null; createdAt: string };
-type Form = { values: Record<string, string>; errors: Record<string, string> };
 
 const PAGE_SIZE = 50;
 
@@ -71,7 +70,7 @@ ${pager('/suppressions', {}, current, current * PAGE_SIZE < count)}`,
 export function suppressionsPages(deps: AppDeps) {
   const app = section(deps, '/suppressions');
 
-  app.get('/', (c) => listPage(c, deps, c.req.query('page'), { values: {}, errors: {} }));
+  app.get('/', (c) => listPage(c, deps, c.req.query('page'), BLANK_FORM));
 
   app.post('/', async (c) => {
     const values = await formValues(c);

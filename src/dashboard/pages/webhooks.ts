@@ -7,7 +7,8 @@ import type { AppDeps } from '../../http/deps.js';
 import type { Domain } from '../../services/domains.js';
 import type { toCall, toWebhook } from '../../services/webhooks.js';
 import { callApi } from '../api-call.js';
-import { actionButton, badge, copyable, csrfField, done, field, fieldErrors, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
+import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
+import { correctable } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 
@@ -52,12 +53,11 @@ const bodyOf = (values: FormValues) => ({
 });
 
 /** A refusal of what was typed (400, or 409 for the team's limit) as the reasons by field; anything else (a 404 too) goes on to the error page. */
-function refusal(error: unknown, values: FormValues): { errors: Errors; status: ContentfulStatusCode } {
-  if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 409)) throw error;
-  const errors = fieldErrors(error);
+function refusal(error: unknown, values: FormValues) {
+  const { errors, status } = correctable(error, FIELDS);
   // The schema's own words for an empty list speak of arrays, not of the boxes a person sees.
   if (values.events?.length === 0 && errors.events) errors.events = 'Choose at least one event, or tick All events';
-  return { errors, status: error.status as ContentfulStatusCode };
+  return { errors, status };
 }
 
 function eventsField(chosen: string[] | null, error: string | undefined) {
@@ -78,17 +78,15 @@ const STATUS_CHOICES = [
   { value: 'ACTIVE', label: 'Active' },
   { value: 'PAUSED', label: 'Paused: no new calls, pending ones wait' },
 ];
-const FIELDS = new Set(['url', 'description', 'events', 'status']);
+const FIELDS = ['url', 'description', 'events', 'status'];
 
 /** The create and the edit form: the same fields, the status only when editing. */
 function webhookForm(c: Ctx, options: { action: string; submit: string; cancel: string; values: FormValues; errors: Errors }) {
   const { values, errors } = options;
-  // A reason not about one of these fields (the team's limit, say) goes above the form.
-  const general = Object.entries(errors).filter(([path]) => !FIELDS.has(path)).map(([, message]) => message);
   const statusChoices = values.status === '' ? [{ value: '', label: 'Auto-disabled: leave it off' }, ...STATUS_CHOICES] : STATUS_CHOICES;
   return html`<form method="post" action="${options.action}" class="stack panel" novalidate>
 ${csrfField(c)}
-${formError(general.join('; ') || undefined)}
+${formError(errors[''])}
 ${field('url', 'Endpoint URL', {
   type: 'url',
   value: values.url,
