@@ -2,6 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignStatus, CampaignsTable } from '../db/schema.js';
 import { emailEventCalls } from './webhook-outbox.js';
+import { containing } from './like.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
 
@@ -72,7 +73,7 @@ export async function listCampaigns(
   if (filter.domainId !== null) query = query.where('domain_id', '=', filter.domainId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.search) {
-    const pattern = `%${filter.search.replace(/[\\%_]/g, '\\$&')}%`;
+    const pattern = containing(filter.search);
     query = query.where((eb) => eb.or([eb('name', 'ilike', pattern), eb('subject', 'ilike', pattern)]));
   }
   const [rows, total] = await Promise.all([

@@ -3,6 +3,7 @@ import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
 import { contactEventCalls } from './webhook-outbox.js';
+import { containing } from './like.js';
 
 // Set-based statements here take their rows as arrays or one JSON document and never join them to
 // contacts: each row is one probe of an index, or at worst the book is read once. A join would
@@ -161,7 +162,7 @@ function filtered(db: Db, teamId: number, bookId: string, filter: ContactFilter)
   if (filter.subscribed !== undefined) query = query.where('subscribed', '=', filter.subscribed);
   if (filter.text) {
     // No index serves a substring: this reads the book, which a person's search can afford.
-    const pattern = `%${filter.text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+    const pattern = containing(filter.text);
     const name = sql<string>`coalesce(first_name, '') || ' ' || coalesce(last_name, '')`;
     query = query.where((eb) => eb.or([eb('email', 'ilike', pattern), eb(name, 'ilike', pattern)]));
   }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { EmailStatus } from '../db/schema.js';
 import type { EmailRow } from './emails.js';
+import { containing } from './like.js';
 
 export type EmailSearch = {
   domainId: number | null;
@@ -14,8 +15,6 @@ export type EmailSearch = {
 
 export type EmailListRow = Pick<EmailRow, 'id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'subject' | 'status' | 'domain_id' | 'created_at' | 'scheduled_at'>;
 
-/** `text` as an ILIKE pattern matching it anywhere, its own `%`, `_` and `\` taken literally. */
-const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
 /**
  * The index-served part of a search: the team's mail, of one domain or all, in a creation-time

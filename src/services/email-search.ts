@@ -1,10 +1,10 @@
 import type { Deps } from '../deps.js';
 import type { EmailStatus } from '../db/schema.js';
-import { findDomainSummary } from '../data/domains.js';
 import { exceedsWindow, findEmailExtras, searchEmails as searchRows } from '../data/email-search.js';
 import { notFound, type ErrorDetail } from '../errors.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
+import { listedDomain } from './emails.js';
 
 type SearchDeps = Pick<Deps, 'db'>;
 
@@ -39,13 +39,8 @@ export async function searchEmails(deps: SearchDeps, caller: Caller, query: Emai
   const text = query.q?.trim() || null;
   if (text && text.length > MAX_SEARCH_LENGTH) problems.push({ path: 'q', message: `must be at most ${MAX_SEARCH_LENGTH} characters` });
   if (problems.length > 0) throw validationError(problems);
-  if (query.domainId !== undefined) {
-    assertDomainInScope(caller, query.domainId, `list mail of domain ${query.domainId}`);
-    // Another team's domain answers as a missing one, as the API's list does.
-    if (!(await findDomainSummary(deps.db, caller.teamId, { id: query.domainId }))) throw notFound('Domain');
-  }
   const search = {
-    domainId: caller.domainId ?? query.domainId ?? null,
+    domainId: await listedDomain(deps, caller, query.domainId),
     status: query.status ?? null,
     startDate: query.startDate ?? null,
     endDate: query.endDate ?? null,

@@ -325,17 +325,25 @@ export type ListEmailsQuery = {
   endDate?: Date;
 };
 
-export async function listEmails(deps: EmailDeps, caller: Caller, query: ListEmailsQuery) {
-  if (query.domainId !== undefined) {
-    assertDomainInScope(caller, query.domainId, `list mail of domain ${query.domainId}`);
-    // Another team's domain id answers as a missing one does, here as everywhere else.
-    if (!(await findDomainSummary(deps.db, caller.teamId, { id: query.domainId }))) throw notFound('Domain');
+/**
+ * The domain a list of the caller's mail is limited to: the one asked for, once it is in the key's
+ * scope and the team's (another team's domain id answers as a missing one does, here as everywhere
+ * else); else the key's own domain; else none.
+ */
+export async function listedDomain(deps: Pick<Deps, 'db'>, caller: Caller, domainId: number | undefined): Promise<number | null> {
+  if (domainId !== undefined) {
+    assertDomainInScope(caller, domainId, `list mail of domain ${domainId}`);
+    if (!(await findDomainSummary(deps.db, caller.teamId, { id: domainId }))) throw notFound('Domain');
   }
+  return caller.domainId ?? domainId ?? null;
+}
+
+export async function listEmails(deps: EmailDeps, caller: Caller, query: ListEmailsQuery) {
   const { rows, count } = await emails.listEmails(
     deps.db,
     caller.teamId,
     {
-      domainId: caller.domainId ?? query.domainId ?? null,
+      domainId: await listedDomain(deps, caller, query.domainId),
       status: query.status ?? null,
       startDate: query.startDate ?? null,
       endDate: query.endDate ?? null,
