@@ -101,7 +101,6 @@ export function fieldErrors(error: ApiError): Record<string, string> {
     const key = detail.path.split('.')[0] ?? '';
     errors[key] ??= detail.message;
   }
-  if (!error.details) errors[''] = error.message;
   return errors;
 }
 

@@ -1,8 +1,8 @@
 import { campaignCountsByHour, TIMELINE_KINDS, type TimelineKind } from '../data/campaign-timeline.js';
 import { findCampaign } from '../data/campaigns.js';
 import type { Deps } from '../deps.js';
-import { notFound } from '../errors.js';
-import { assertDomainInScope, type Caller } from './caller.js';
+import type { Caller } from './caller.js';
+import { inScope } from './campaigns.js';
 
 export type TimelinePoint = { at: Date } & Record<TimelineKind, number>;
 export type CampaignTimeline = { unit: 'hour' | 'day'; points: TimelinePoint[] };
@@ -20,9 +20,7 @@ const zeros = () => Object.fromEntries(TIMELINE_KINDS.map((kind) => [kind, 0])) 
  * without an event).
  */
 export async function campaignTimeline(deps: Pick<Deps, 'db'>, caller: Caller, { campaignId }: { campaignId: string }): Promise<CampaignTimeline> {
-  const campaign = await findCampaign(deps.db, caller.teamId, campaignId);
-  if (!campaign) throw notFound('Campaign');
-  assertDomainInScope(caller, campaign.domain_id, 'access campaigns of another domain');
+  inScope(caller, await findCampaign(deps.db, caller.teamId, campaignId));
   const counts = await campaignCountsByHour(deps.db, caller.teamId, campaignId);
   if (counts.length === 0) return { unit: 'hour', points: [] };
 

@@ -160,7 +160,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
 }
 
 /** The team's campaign, within the key's domain scope. */
-function inScope(caller: Caller, row: CampaignRow | undefined): CampaignRow {
+export function inScope(caller: Caller, row: CampaignRow | undefined): CampaignRow {
   if (!row) throw notFound('Campaign');
   assertDomainInScope(caller, row.domain_id, 'access campaigns of another domain');
   return row;
