@@ -221,7 +221,9 @@ describe('campaigns', () => {
   }, 30_000);
 
   it('pause holds mail: none leaves after pause returns; resume finishes with no contact missed or doubled', async () => {
-    const contactBookId = await bookOf(600);
+    const CONTACTS = 3000;
+    // Enough mail that the pause lands while most of it still waits.
+    const contactBookId = await bookOf(CONTACTS);
     const created = await ok('POST', '/v1/campaigns', { ...campaignBody(contactBookId), batchSize: 50, sendNow: true });
     const before = sink.received.length;
     await waitFor('some mail out', async () => sink.received.length - before, (n) => n >= 50);
@@ -232,14 +234,14 @@ describe('campaigns', () => {
     expect((await server.call('POST', `/v1/campaigns/${created.id}/pause`, { key })).status).toBe(200);
     await workersWentRound();
     expect(launched().length, 'mail left after pause returned').toBe(atPause);
-    expect(atPause).toBeLessThan(600);
+    expect(atPause).toBeLessThan(CONTACTS);
 
     await ok('POST', `/v1/campaigns/${created.id}/resume`);
     const done = await waitFor('SENT', () => campaign(created.id), (c) => c.status === 'SENT');
-    expect(done).toMatchObject({ total: 600, sent: 600 });
+    expect(done).toMatchObject({ total: CONTACTS, sent: CONTACTS });
     const got = launched().map((m) => m.rcptTo[0]);
-    expect(got).toHaveLength(600);
-    expect(new Set(got).size).toBe(600);
+    expect(got).toHaveLength(CONTACTS);
+    expect(new Set(got).size).toBe(CONTACTS);
   }, 60_000);
 
   it('delete while running: nothing more is sent, unsent mail is CANCELLED, and the answer is the deleted campaign', async () => {

@@ -27,8 +27,15 @@ export const STATUS_PRECEDENCE: Record<EmailStatus, number> = {
   SUPPRESSED: 9,
 };
 
-const rank = (column: RawBuilder<unknown>) =>
+export const rank = (column: RawBuilder<unknown>) =>
   sql`(CASE ${column} ${sql.join(Object.entries(STATUS_PRECEDENCE).map(([status, n]) => sql`WHEN ${sql.lit(status)} THEN ${sql.lit(n)}`), sql` `)} END)`;
+
+/** The status a run of new events moves an email to (where it does not rank below its own): the highest-ranked, the last of equals. */
+export function statusAfter(events: { status: EmailStatus }[]): EmailStatus | null {
+  let status: EmailStatus | null = null;
+  for (const event of events) if (status === null || STATUS_PRECEDENCE[event.status] >= STATUS_PRECEDENCE[status]) status = event.status;
+  return status;
+}
 
 /** The counters an event bumps, once per email and kind. */
 export function countKinds(event: { status: EmailStatus; data: Record<string, unknown> | null }): CountKind[] {
@@ -54,11 +61,12 @@ export type NewEvent = {
 
 /**
  * Appends the events (those whose dedupe key is new) in the given order, and moves each email's
- * status to the highest-ranked of its new events where that does not rank below its status now,
+ * status to the highest-ranked of its new events where that does not rank below its status now
+ * (unless `statusMoved`: the caller has just moved it with statusAfter, in the same transaction),
  * and writes the webhook calls the appended events owe, in one statement. Answers the events
  * appended. Uses the email_events primary key and email_events_dedupe, then the emails primary key.
  */
-export async function appendEvents(tx: Db, events: NewEvent[], now: Date): Promise<NewEvent[]> {
+export async function appendEvents(tx: Db, events: NewEvent[], now: Date, statusMoved = false): Promise<NewEvent[]> {
   if (events.length === 0) return [];
   const rows = events.map((event, ord) => ({ team_id: event.teamId, email_id: event.emailId, status: event.status, data: event.data, dedupe_key: event.dedupeKey, ord }));
   const { rows: appended } = await sql<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null; dedupe_key: string | null }>`
@@ -70,14 +78,14 @@ export async function appendEvents(tx: Db, events: NewEvent[], now: Date): Promi
       SELECT team_id, email_id, status, data, ${now}, dedupe_key FROM ev ORDER BY ord
       ON CONFLICT (team_id, email_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
       RETURNING team_id, email_id, status, data, dedupe_key, seq
-    ), latest AS (
+    )${statusMoved ? sql`` : sql`, latest AS (
       SELECT DISTINCT ON (team_id, email_id) team_id, email_id, status FROM inserted
       ORDER BY team_id, email_id, ${rank(sql.ref('status'))} DESC, seq DESC
     ), moved AS (
       UPDATE emails e SET status = l.status, updated_at = ${now}
       FROM latest l
       WHERE e.team_id = l.team_id AND e.id = l.email_id AND ${rank(sql.ref('l.status'))} >= ${rank(sql.ref('e.status'))}
-    ), appended AS (
+    )`}, appended AS (
       -- A probe of the emails primary key per event (OFFSET 0 keeps the planner from making it a
       -- join it might run as a scan of every email: PGlite's tables have no statistics).
       SELECT e.*, i.status AS status_now, i.data AS details, ${now}::timestamptz AS at, i.seq AS ord
@@ -96,19 +104,15 @@ export type Counted = { teamId: number; emailId: string; kind: CountKind; campai
 const sums = () => sql.join(COUNT_KINDS.map((kind) => sql`count(*) FILTER (WHERE kind = ${sql.lit(kind)}) AS ${sql.ref(kind)}`));
 
 /**
- * Counts each (email, kind) once: what email_counts did not have yet bumps the email's campaign
- * counters and its team's, domain's and day's counters (UTC), in one statement. Answers what was
- * newly counted. Uses the email_counts, emails, campaigns and daily_email_counts primary keys.
+ * The CTEs that count each (email, kind) of relation `k` (team_id, email_id, kind; distinct) once:
+ * what email_counts did not have yet bumps the email's campaign counters and its team's, domain's
+ * and day's counters (UTC). `fresh` holds what was newly counted. Uses the email_counts, emails,
+ * campaigns and daily_email_counts primary keys.
  */
-export async function countOnce(tx: Db, counts: { teamId: number; emailId: string; kind: CountKind }[], now: Date): Promise<Counted[]> {
-  if (counts.length === 0) return [];
-  const json = JSON.stringify(counts.map((c) => ({ team_id: c.teamId, email_id: c.emailId, kind: c.kind })));
+export function countOnceCtes(k: string, now: Date): RawBuilder<unknown> {
   const day = now.toISOString().slice(0, 10);
-  const { rows } = await sql<{ team_id: number; email_id: string; kind: CountKind; campaign_id: string | null; domain_id: number; contact_id: string | null }>`
-    WITH k AS (
-      SELECT DISTINCT team_id, email_id, kind FROM jsonb_to_recordset(${json}::jsonb) AS k(team_id integer, email_id text, kind text)
-    ), counted AS (
-      INSERT INTO email_counts (team_id, email_id, kind) SELECT team_id, email_id, kind FROM k
+  return sql`counted AS (
+      INSERT INTO email_counts (team_id, email_id, kind) SELECT team_id, email_id, kind FROM ${sql.table(k)}
       ON CONFLICT DO NOTHING
       RETURNING team_id, email_id, kind
     ), fresh AS (
@@ -126,7 +130,17 @@ export async function countOnce(tx: Db, counts: { teamId: number; emailId: strin
       SELECT team_id, domain_id, ${day}::date, ${sums()} FROM fresh GROUP BY team_id, domain_id
       ON CONFLICT (team_id, domain_id, day) DO UPDATE SET
         ${sql.join(COUNT_KINDS.map((kind) => sql`${sql.ref(kind)} = daily_email_counts.${sql.ref(kind)} + excluded.${sql.ref(kind)}`))}
-    )
+    )`;
+}
+
+/** Counts each (email, kind) once (countOnceCtes), in one statement. Answers what was newly counted. */
+export async function countOnce(tx: Db, counts: { teamId: number; emailId: string; kind: CountKind }[], now: Date): Promise<Counted[]> {
+  if (counts.length === 0) return [];
+  const json = JSON.stringify(counts.map((c) => ({ team_id: c.teamId, email_id: c.emailId, kind: c.kind })));
+  const { rows } = await sql<{ team_id: number; email_id: string; kind: CountKind; campaign_id: string | null; domain_id: number; contact_id: string | null }>`
+    WITH k AS (
+      SELECT DISTINCT team_id, email_id, kind FROM jsonb_to_recordset(${json}::jsonb) AS k(team_id integer, email_id text, kind text)
+    ), ${countOnceCtes('k', now)}
     SELECT team_id, email_id, kind, campaign_id, domain_id, contact_id FROM fresh`.execute(tx);
   return rows.map((row) => ({
     teamId: row.team_id, emailId: row.email_id, kind: row.kind, campaignId: row.campaign_id, domainId: row.domain_id, contactId: row.contact_id,

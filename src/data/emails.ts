@@ -1,7 +1,8 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import type { EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
+import type { CountKind, EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
 import type { OutgoingEmail } from '../mail/mime.js';
+import { countOnceCtes, rank } from './email-events.js';
 import { emailEventCalls, isoSql } from './webhook-outbox.js';
 import { claimIsFree } from './workers.js';
 
@@ -146,7 +147,7 @@ export async function changeSchedule(
 export const CLAIMED_COLUMNS = [
   'team_id', 'id', 'domain_id', 'from_address', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to_addresses',
   'subject', 'html', 'text', 'headers', 'attachments', 'message_id', 'attempts', 'scheduled_at', 'created_at',
-  'status', 'campaign_id', 'contact_id', 'contact_book_id',
+  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'claimed_by',
 ] as const;
 export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 
@@ -186,24 +187,86 @@ export async function findSuppressed(db: Db, pairs: { teamId: number; email: str
 
 export const suppressionKey = (teamId: number, email: string) => `${teamId}:${email}`;
 
-/** What an attempt leaves to do: when to try again (null: nothing left to send), and how many tries so far. */
-export type ClaimRelease = { teamId: number; id: string; sendAt: Date | null; attempts: number };
+/**
+ * What an attempt leaves to do: the claim it was made under, when to try again (null: nothing left
+ * to send), how many tries so far, and the status its events move the email to (statusAfter; null: none).
+ */
+export type ClaimRelease = { teamId: number; id: string; claimedBy: string; sendAt: Date | null; attempts: number; status: EmailStatus | null };
+
+/** The rows of `releases` as a relation `v` (jsonb_to_recordset). */
+function releaseRows(releases: ClaimRelease[]) {
+  const rows = releases.map((r) => ({
+    team_id: r.teamId, id: r.id, claimed_by: r.claimedBy, send_at: r.sendAt?.toISOString() ?? null, attempts: r.attempts, status: r.status,
+  }));
+  return sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(team_id integer, id text, claimed_by text, send_at timestamptz, attempts integer, status text)`;
+}
 
 /**
- * Lets go of claimed rows, each with its next attempt, where the claim still holds; a row whose
- * lease ran out and was claimed again is left to its new claimant. Answers the ids written, whose
- * events the caller then applies in the same transaction. Uses the emails primary key.
+ * The UPDATE that lets go of the claimed rows of relation `v` (releaseRows), each with its next
+ * attempt and its new status by precedence, where its claim still holds; a row whose lease ran out
+ * and was claimed again is left to its new claimant. One write of each row: the events written
+ * with it need not move the status again. Uses the emails primary key.
  */
-export async function releaseClaims(tx: Db, token: string, releases: ClaimRelease[], now: Date): Promise<Set<string>> {
-  if (releases.length === 0) return new Set();
-  const rows = releases.map((r) => ({ team_id: r.teamId, id: r.id, send_at: r.sendAt?.toISOString() ?? null, attempts: r.attempts }));
-  const { rows: written } = await sql<{ id: string }>`
+const releaseUpdate = (now: Date, returning: RawBuilder<unknown>) => sql`
     UPDATE emails e
-    SET send_at = v.send_at, attempts = v.attempts, claimed_by = NULL, lease_until = NULL, updated_at = ${now}
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(team_id integer, id text, send_at timestamptz, attempts integer)
-    WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = ${token}
-    RETURNING e.id`.execute(tx);
+    SET send_at = v.send_at, attempts = v.attempts, claimed_by = NULL, lease_until = NULL, updated_at = ${now},
+      status = CASE WHEN v.status IS NOT NULL AND ${rank(sql.ref('v.status'))} >= ${rank(sql.ref('e.status'))} THEN v.status ELSE e.status END
+    FROM v
+    WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = v.claimed_by
+    RETURNING ${returning}`;
+
+/** Lets go of claimed rows (releaseUpdate), whose events the caller then appends in the same transaction. Answers the ids written. */
+export async function releaseClaims(tx: Db, releases: ClaimRelease[], now: Date): Promise<Set<string>> {
+  if (releases.length === 0) return new Set();
+  const { rows: written } = await sql<{ id: string }>`
+    WITH v AS (SELECT * FROM ${releaseRows(releases)})
+    ${releaseUpdate(now, sql`e.id`)}`.execute(tx);
   return new Set(written.map((row) => row.id));
+}
+
+/**
+ * What sending usually leaves, in one statement and so without a transaction of its own: lets go of
+ * the claimed rows (releaseUpdate), appends the events of those whose claim held, in order, with
+ * the webhook calls they owe, and counts them once (countOnceCtes). For outcomes that suppress no
+ * address and count no hard bounce or complaint (those go through applyEvents). Answers the ids
+ * written and the events appended.
+ */
+export async function releaseWithEvents(
+  db: Db,
+  releases: ClaimRelease[],
+  events: Array<{ teamId: number; emailId: string; status: EmailStatus; data: Record<string, unknown> | null; kinds: CountKind[] }>,
+  now: Date,
+): Promise<{ written: Set<string>; appended: Array<{ teamId: number; emailId: string; status: EmailStatus; data: Record<string, unknown> | null }> }> {
+  if (releases.length === 0) return { written: new Set(), appended: [] };
+  const eventRows = events.map((event, ord) => ({ team_id: event.teamId, email_id: event.emailId, status: event.status, data: event.data, ord }));
+  const kinds = events.flatMap((event) => event.kinds.map((kind) => ({ team_id: event.teamId, email_id: event.emailId, kind })));
+  const { rows } = await sql<{ written: string[] | null; appended: Array<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null }> | null }>`
+    WITH v AS (SELECT * FROM ${releaseRows(releases)}),
+    released AS (${releaseUpdate(now, sql`e.team_id, e.id, e.domain_id`)}),
+    inserted AS (
+      INSERT INTO email_events (team_id, email_id, status, data, created_at)
+      SELECT ev.team_id, ev.email_id, ev.status, ev.data, ${now}
+      FROM jsonb_to_recordset(${JSON.stringify(eventRows)}::jsonb) AS ev(team_id integer, email_id text, status text, data jsonb, ord integer)
+      JOIN released r ON r.team_id = ev.team_id AND r.id = ev.email_id
+      ORDER BY ev.ord
+      RETURNING team_id, email_id, status, data, seq
+    ), appended AS (
+      SELECT r.team_id, r.id, r.domain_id, i.status AS status_now, i.data AS details, ${now}::timestamptz AS at, i.seq AS ord
+      FROM inserted i JOIN released r ON r.team_id = i.team_id AND r.id = i.email_id
+    ), calls AS (
+      ${emailEventCalls('appended', 'status_now', sql`${[...new Set(releases.map((r) => r.teamId))]}::integer[]`)}
+    ), k AS (
+      SELECT DISTINCT k.team_id, k.email_id, k.kind
+      FROM jsonb_to_recordset(${JSON.stringify(kinds)}::jsonb) AS k(team_id integer, email_id text, kind text)
+      JOIN released r ON r.team_id = k.team_id AND r.id = k.email_id
+    ), ${countOnceCtes('k', now)}
+    SELECT (SELECT array_agg(id) FROM released) AS written,
+      (SELECT json_agg(json_build_object('team_id', team_id, 'email_id', email_id, 'status', status, 'data', data) ORDER BY seq) FROM inserted) AS appended`.execute(db);
+  const [row] = rows;
+  return {
+    written: new Set(row?.written ?? []),
+    appended: (row?.appended ?? []).map((a) => ({ teamId: a.team_id, emailId: a.email_id, status: a.status, data: a.data })),
+  };
 }
 
 export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'contact_id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'message_id'> & {

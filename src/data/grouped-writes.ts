@@ -8,7 +8,9 @@ type Waiting<T> = { items: T[]; resolve: () => void; reject: (error: unknown) =>
  * costs a share of one round trip and one commit instead of its own.
  *
  * Each caller learns its own fate: when a joined statement fails, each caller's rows are written
- * again on their own, so one caller's bad rows never fail another's.
+ * again on their own, so one caller's bad rows never fail another's. With `failTogether`, a joined
+ * write that fails fails all its callers: for writes that fail only with the database, whose
+ * callers' rows would fail again alone.
  */
 export class GroupedWrites<T> {
   private readonly queue: Waiting<T>[] = [];
@@ -19,6 +21,7 @@ export class GroupedWrites<T> {
     private readonly write: (items: T[]) => Promise<void>,
     private readonly maxInFlight: number,
     private readonly maxItems = 1000,
+    private readonly failTogether = false,
   ) {}
 
   add(items: T[]): Promise<void> {
@@ -60,8 +63,9 @@ export class GroupedWrites<T> {
     if (group.length === 1) return this.writeAlone(group[0]!);
     try {
       await this.write(group.flatMap((waiting) => waiting.items));
-    } catch {
-      await Promise.all(group.map((waiting) => this.writeAlone(waiting)));
+    } catch (error) {
+      if (this.failTogether) for (const waiting of group) waiting.reject(error);
+      else await Promise.all(group.map((waiting) => this.writeAlone(waiting)));
       return;
     }
     for (const waiting of group) waiting.resolve();

@@ -15,9 +15,10 @@ export type EventInput = NewEvent & {
  * counts each email once per kind on its campaign and its domain's day, suppresses the addresses it
  * names, and takes a campaign recipient who bounced hard or complained out of the book's mailing.
  * Runs in the caller's transaction; answers the events appended and what was newly counted.
+ * `statusMoved`: the caller has moved the emails' status already (releaseClaims).
  */
-export async function applyEvents(tx: Db, events: EventInput[], now: Date): Promise<{ appended: NewEvent[]; counted: Counted[] }> {
-  const appended = await appendEvents(tx, events, now);
+export async function applyEvents(tx: Db, events: EventInput[], now: Date, statusMoved = false): Promise<{ appended: NewEvent[]; counted: Counted[] }> {
+  const appended = await appendEvents(tx, events, now, statusMoved);
   await addSuppressions(
     tx,
     events.flatMap((event) =>
@@ -41,7 +42,7 @@ export async function applyEvents(tx: Db, events: EventInput[], now: Date): Prom
 export type EventDeps = GuardDeps & { metrics: Pick<Metrics, 'emailsReached'> };
 
 /** The status changes of committed events, for mailroom_emails_total. */
-export function countStatusChanges(metrics: EventDeps['metrics'], appended: NewEvent[]): void {
+export function countStatusChanges(metrics: EventDeps['metrics'], appended: Pick<NewEvent, 'status'>[]): void {
   for (const event of appended) metrics.emailsReached(event.status);
 }
 

@@ -1,4 +1,5 @@
 import * as emails from '../data/emails.js';
+import { GroupedWrites } from '../data/grouped-writes.js';
 import type { ClaimedEmail } from '../data/emails.js';
 import type { Deps } from '../deps.js';
 import { KeyVaultError } from '../domains/key-vault.js';
@@ -12,11 +13,17 @@ import { ownClaims, type Claims } from '../workers/registry.js';
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault' | 'metrics'>;
 export type Dispatcher = { stop(): Promise<void> };
 
+// Outcomes are written in chunks of this many as they come, joined with other batches' chunks
+// (GroupedWrites), with up to two writes under way: one being written while the next gathers.
+const OUTCOME_CHUNK = 100;
+const OUTCOME_WRITES_IN_FLIGHT = 2;
+
 /**
- * Claims due emails in batches under a lease, composes, signs and hands each to the transport,
- * and records each batch's outcomes in one transaction. Up to DISPATCH_CONCURRENCY batches are in
- * flight; that many batches are all a crash can send twice. Campaign mail is rendered by the
- * composer it is given.
+ * Claims due emails in batches under a lease, composes, signs and hands each to the transport, and
+ * records the outcomes as the relay answers, in chunks. Up to DISPATCH_CONCURRENCY batches are in
+ * flight. What a crash can send twice is mail the relay took whose outcome was not yet written: at
+ * most the batches in flight, and usually a chunk or two of each; claimed mail not yet sent waits
+ * for its lease and then goes once. Campaign mail is rendered by the composer it is given.
  */
 export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transport; campaigns: CampaignComposer; claims?: Claims }): Dispatcher {
   const { db, config, log } = deps;
@@ -28,6 +35,16 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   let claiming: Promise<void> | null = null;
   let wakeAgain = false;
   let timer: NodeJS.Timeout | undefined;
+  const outcomeWrites = new GroupedWrites<Outcome>(
+    async (outcomes) => {
+      totals.written += await recordOutcomes(deps, outcomes, () => stopped);
+      // The outcomes' events wrote webhook calls.
+      deps.signals.emit('webhookCallsDue');
+    },
+    OUTCOME_WRITES_IN_FLIGHT,
+    1000,
+    true,
+  );
 
   /** One attempt at one email; null when its claim is about to run out and it is left to the next claimant. */
   const send = async (email: ClaimedEmail, campaignMail: CampaignMail | undefined, suppressed: Set<string>, leaseUntil: Date): Promise<Outcome | null> => {
@@ -64,19 +81,30 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
   };
 
-  const processBatch = async (token: string, leaseUntil: Date, batch: ClaimedEmail[]) => {
+  const processBatch = async (leaseUntil: Date, batch: ClaimedEmail[]) => {
     const recipients = batch.flatMap((email) =>
       [...email.to_addresses, ...email.cc_addresses, ...email.bcc_addresses].map((mailbox) => ({ teamId: email.team_id, email: addressOf(mailbox).toLowerCase() })),
     );
     const [suppressed, campaignMail] = await Promise.all([emails.findSuppressed(db, recipients), campaigns.prepare(batch)]);
-    const outcomes = await Promise.all(
-      batch.map((email) =>
-        send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => attemptFailed(email, error)),
-      ),
+    let pending: Outcome[] = [];
+    const writes: Promise<void>[] = [];
+    const flush = () => {
+      if (pending.length === 0) return;
+      const write = outcomeWrites.add(pending);
+      // Seen as handled now; a failure still fails the batch when its writes are awaited below.
+      write.catch(() => undefined);
+      writes.push(write);
+      pending = [];
+    };
+    await Promise.all(
+      batch.map(async (email) => {
+        const outcome = await send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => attemptFailed(email, error));
+        if (outcome) pending.push(outcome);
+        if (pending.length >= OUTCOME_CHUNK) flush();
+      }),
     );
-    totals.written += await recordOutcomes(deps, token, outcomes.filter((outcome) => outcome !== null), () => stopped);
-    // The outcomes' events wrote webhook calls.
-    deps.signals.emit('webhookCallsDue');
+    flush();
+    await Promise.all(writes);
     log.debug('batch dispatched', { claimed: batch.length });
   };
 
@@ -87,7 +115,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize, silent: claims.silent() });
     if (batch.length === 0) return false;
     totals.claimed += batch.length;
-    const work = processBatch(token, leaseUntil, batch).catch((error: unknown) =>
+    const work = processBatch(leaseUntil, batch).catch((error: unknown) =>
       log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length }),
     );
     if (inFlight.size === 0) deps.signals.emit('dispatching', true);

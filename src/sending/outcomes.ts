@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import * as emails from '../data/emails.js';
 import type { ClaimedEmail, ClaimRelease } from '../data/emails.js';
 import type { Deps } from '../deps.js';
+import { countKinds, statusAfter } from '../data/email-events.js';
 import { applyEvents, countStatusChanges, type EventInput } from '../events/apply-events.js';
 import { guardReputation } from '../events/reputation-guard.js';
 import { envelopeOf } from '../mail/mime.js';
@@ -11,11 +12,14 @@ import { nextAttempt } from './retry-policy.js';
 import type { DeliveryResult } from './transports/index.js';
 
 /** What one attempt did to an email: its events, and when to try again (null: nothing left to send). */
-export type Outcome = ClaimRelease & { events: Omit<EventInput, 'teamId' | 'emailId' | 'dedupeKey'>[] };
+export type Outcome = Omit<ClaimRelease, 'status'> & { events: Omit<EventInput, 'teamId' | 'emailId' | 'dedupeKey'>[] };
+
+/** The row an outcome is written to, under the claim it was sent with. */
+const claimOf = (email: ClaimedEmail) => ({ teamId: email.team_id, id: email.id, claimedBy: email.claimed_by! });
 
 /** The outcome of one attempt, from what the transport answered. */
 export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: string[], now: Date, config: Config): Outcome {
-  const base = { teamId: email.team_id, id: email.id, attempts: email.attempts + 1 };
+  const base = { ...claimOf(email), attempts: email.attempts + 1 };
   const suppressedNote = skipped.length > 0 ? { suppressed: skipped } : {};
   if (result.kind === 'sent') {
     const bounced = result.rejected.filter((r) => r.code !== null && r.code >= 500);
@@ -63,11 +67,11 @@ export function outcomeOf(email: ClaimedEmail, result: DeliveryResult, skipped: 
 
 /** An email that ends without being sent (deleted domain, every recipient suppressed, cancelled). */
 export const finalOutcome = (email: ClaimedEmail, status: 'FAILED' | 'SUPPRESSED' | 'CANCELLED', data: Record<string, unknown>): Outcome => ({
-  teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [{ status, data }],
+  ...claimOf(email), attempts: email.attempts, sendAt: null, events: [{ status, data }],
 });
 
 /** Back as it was, without a send time: the mail of a paused campaign waits for its resume. */
-export const heldOutcome = (email: ClaimedEmail): Outcome => ({ teamId: email.team_id, id: email.id, attempts: email.attempts, sendAt: null, events: [] });
+export const heldOutcome = (email: ClaimedEmail): Outcome => ({ ...claimOf(email), attempts: email.attempts, sendAt: null, events: [] });
 
 /** An email let go unsent, due again at once: what a stopping dispatcher does with mail it has not begun to send. */
 export const releasedOutcome = (email: ClaimedEmail, now: Date): Outcome => ({ ...heldOutcome(email), sendAt: now });
@@ -75,30 +79,47 @@ export const releasedOutcome = (email: ClaimedEmail, now: Date): Outcome => ({ .
 // Outcomes are retried this often before the batch is left to its lease (and so may go out twice).
 const WRITE_TRIES = 5;
 
+/** Whether an outcome is what sending usually leaves: nothing to suppress, no hard bounce or complaint to count. */
+const isPlain = (outcome: Outcome) =>
+  outcome.events.every((event) => !event.suppress && countKinds(event).every((kind) => kind !== 'hard_bounced' && kind !== 'complained'));
+
 /**
- * Records a batch's outcomes in one transaction: the rows whose claim still holds get their next
- * attempt and their events; a lost claim's events are its new claimant's to write. Then the
- * reputation guard looks at what was counted. Answers how many rows were written.
+ * Writes outcomes at once: the rows whose claim still holds get their next attempt and their
+ * events; a lost claim's events are its new claimant's to write. Plain outcomes take one statement;
+ * the rest a transaction through applyEvents, after which the reputation guard looks at what was
+ * counted. Answers how many rows were written.
  */
+async function writeOutcomes(deps: Pick<Deps, 'db' | 'config' | 'log' | 'metrics'>, outcomes: Outcome[], now: Date): Promise<number> {
+  const releases = outcomes.map((outcome) => ({ ...outcome, status: statusAfter(outcome.events) }));
+  if (outcomes.every(isPlain)) {
+    const events = outcomes.flatMap((outcome) =>
+      outcome.events.map((event) => ({ teamId: outcome.teamId, emailId: outcome.id, status: event.status, data: event.data, kinds: countKinds(event) })),
+    );
+    const { written, appended } = await emails.releaseWithEvents(deps.db, releases, events, now);
+    countStatusChanges(deps.metrics, appended);
+    return written.size;
+  }
+  const { written, appended, counted } = await deps.db.transaction().execute(async (tx) => {
+    const written = await emails.releaseClaims(tx, releases, now);
+    const events = outcomes
+      .filter((outcome) => written.has(outcome.id))
+      .flatMap((outcome) => outcome.events.map((event) => ({ ...event, teamId: outcome.teamId, emailId: outcome.id, dedupeKey: null })));
+    return { written, ...(await applyEvents(tx, events, now, true)) };
+  });
+  countStatusChanges(deps.metrics, appended);
+  await guardReputation(deps, counted);
+  return written.size;
+}
+
+/** Records outcomes (writeOutcomes), trying again a few times when the database fails. Answers how many rows were written. */
 export async function recordOutcomes(
   deps: Pick<Deps, 'db' | 'config' | 'log' | 'metrics'>,
-  token: string,
   outcomes: Outcome[],
   stopped: () => boolean,
 ): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const now = new Date();
-      const { written, appended, counted } = await deps.db.transaction().execute(async (tx) => {
-        const written = await emails.releaseClaims(tx, token, outcomes, now);
-        const events = outcomes
-          .filter((outcome) => written.has(outcome.id))
-          .flatMap((outcome) => outcome.events.map((event) => ({ ...event, teamId: outcome.teamId, emailId: outcome.id, dedupeKey: null })));
-        return { written, ...(await applyEvents(tx, events, now)) };
-      });
-      countStatusChanges(deps.metrics, appended);
-      await guardReputation(deps, counted);
-      return written.size;
+      return await writeOutcomes(deps, outcomes, new Date());
     } catch (error) {
       if (attempt >= WRITE_TRIES || stopped()) throw error;
       deps.log.warn('writing outcomes failed; trying again', { error, attempt });
