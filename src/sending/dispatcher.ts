@@ -15,7 +15,7 @@ export type Dispatcher = { stop(): Promise<void> };
 
 // Outcomes are written in chunks of this many as they come, joined with other batches' chunks
 // (GroupedWrites), with up to two writes under way: one being written while the next gathers.
-const OUTCOME_CHUNK = 100;
+const OUTCOME_CHUNK = 250;
 const OUTCOME_WRITES_IN_FLIGHT = 2;
 
 /**
