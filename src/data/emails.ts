@@ -1,5 +1,6 @@
-import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
+import { REUSED } from '../db/copy.js';
 import type { CountKind, EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
 import type { OutgoingEmail } from '../mail/mime.js';
 import { countOnceCtes, rank } from './email-events.js';
@@ -25,38 +26,56 @@ export type NewEmail = OutgoingEmail & {
 /** The status an email is stored with. */
 export const firstStatus = (email: Pick<NewEmail, 'scheduledAt'>): EmailStatus => (email.scheduledAt ? 'SCHEDULED' : 'QUEUED');
 
-function emailValues(email: NewEmail): Insertable<EmailsTable> {
+/** An email as a row of the emails table, in JSON: one parameter carries a whole group of them. */
+function emailRecord(email: NewEmail) {
   return {
     team_id: email.teamId,
     id: email.id,
     domain_id: email.domainId,
     from_address: email.from,
-    to_addresses: JSON.stringify(email.to),
-    cc_addresses: JSON.stringify(email.cc),
-    bcc_addresses: JSON.stringify(email.bcc),
-    reply_to_addresses: JSON.stringify(email.replyTo),
+    to_addresses: email.to,
+    cc_addresses: email.cc,
+    bcc_addresses: email.bcc,
+    reply_to_addresses: email.replyTo,
     subject: email.subject,
     html: email.html,
     text: email.text,
-    headers: JSON.stringify(email.headers),
-    attachments: JSON.stringify(email.attachments),
+    headers: email.headers,
+    attachments: email.attachments,
     message_id: email.messageId,
     status: firstStatus(email),
     scheduled_at: email.scheduledAt,
     send_at: email.sendAt,
     created_at: email.createdAt,
-    updated_at: email.createdAt,
     contact_book_id: email.confirms?.bookId ?? null,
     contact_id: email.confirms?.contactId ?? null,
     template_id: email.templateId ?? null,
   };
 }
 
-/** The rows, their first events (SCHEDULED or QUEUED) and the webhook calls those owe, in one statement. */
+const EMAIL_COLUMNS = sql.raw(`r(
+  team_id integer, id text, domain_id integer, from_address text, to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb,
+  reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
+  scheduled_at timestamptz, send_at timestamptz, created_at timestamptz, contact_book_id text, contact_id text, template_id text)`);
+
+/**
+ * The rows, their first events (SCHEDULED or QUEUED) and the webhook calls those owe, in one
+ * statement whose text is the same whatever the number of rows (they travel as one JSON
+ * parameter), so the server parses one statement, not one per group size.
+ */
 export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
-  const rows = db.insertInto('emails').values(emails.map(emailValues)).returningAll();
-  await sql`
-    WITH inserted AS (${rows}), first_events AS (
+  const teamIds = [...new Set(emails.map((email) => email.teamId))];
+  await sql`${sql.raw(REUSED)}
+    WITH inserted AS (
+      INSERT INTO emails (team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
+        subject, html, text, headers, attachments, message_id, status, scheduled_at, send_at, created_at, updated_at,
+        contact_book_id, contact_id, template_id)
+      SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
+        subject, html, text, headers, attachments, message_id, status, scheduled_at, send_at, created_at, created_at,
+        contact_book_id, contact_id, template_id
+      FROM jsonb_to_recordset(${JSON.stringify(emails.map(emailRecord))}::jsonb) AS ${EMAIL_COLUMNS}
+      RETURNING team_id, id, domain_id, status, scheduled_at, created_at
+    ), first_events AS (
       SELECT *, CASE WHEN scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', ${isoSql(sql.ref('scheduled_at'))}) END AS details,
         created_at AS at, row_number() OVER () AS ord
       FROM inserted
@@ -64,7 +83,7 @@ export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
       INSERT INTO email_events (team_id, email_id, status, data, created_at)
       SELECT team_id, id, status, details, created_at FROM first_events
     ), calls AS (
-      ${emailEventCalls('first_events', 'status', sql`${[...new Set(emails.map((email) => email.teamId))]}::integer[]`)}
+      ${emailEventCalls('first_events', 'status', sql`${teamIds}::integer[]`)}
     )
     SELECT 1`.execute(db);
 }
@@ -161,7 +180,7 @@ export async function claimDueEmails(
   db: Db,
   claim: { now: Date; leaseUntil: Date; token: string; limit: number; silent: readonly string[] },
 ): Promise<ClaimedEmail[]> {
-  const { rows } = await sql<ClaimedEmail>`
+  const { rows } = await sql<ClaimedEmail>`${sql.raw(REUSED)}
     UPDATE emails SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     WHERE id IN (
       SELECT id FROM emails
@@ -240,7 +259,7 @@ export async function releaseWithEvents(
   if (releases.length === 0) return { written: new Set(), appended: [] };
   const eventRows = events.map((event, ord) => ({ team_id: event.teamId, email_id: event.emailId, status: event.status, data: event.data, ord }));
   const kinds = events.flatMap((event) => event.kinds.map((kind) => ({ team_id: event.teamId, email_id: event.emailId, kind })));
-  const { rows } = await sql<{ written: string[] | null; appended: Array<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null }> | null }>`
+  const { rows } = await sql<{ written: string[] | null; appended: Array<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null }> | null }>`${sql.raw(REUSED)}
     WITH v AS (SELECT * FROM ${releaseRows(releases)}),
     released AS (${releaseUpdate(now, sql`e.team_id, e.id, e.domain_id`)}),
     inserted AS (

@@ -74,11 +74,30 @@ class CopyFromStdin {
   handleCopyData() {}
 }
 
-/** The pg client of our pool: a query whose parameter is CopyRows runs as COPY … FROM STDIN. */
+/**
+ * Marks a statement the hot paths run again and again with the same text: on PostgreSQL each
+ * connection prepares it once and then only binds and runs it, sparing the parse and the plan.
+ */
+export const REUSED = '/* reused */';
+
+const preparedNames = new Map<string, string>();
+const preparedName = (text: string) => {
+  let name = preparedNames.get(text);
+  if (!name) preparedNames.set(text, (name = `reused_${preparedNames.size}`));
+  return name;
+};
+
+/**
+ * The pg client of our pool: a query whose parameter is CopyRows runs as COPY … FROM STDIN, and
+ * one whose text starts with REUSED is prepared once per connection.
+ */
 export class CopyingClient extends pg.Client {
-  // pg's query() has a dozen overloads; this adds one case in front of them all.
+  // pg's query() has a dozen overloads; this adds two cases in front of them all.
   override query(...args: any[]): any {
     const [text, values] = args;
+    if (typeof text === 'string' && text.startsWith(REUSED) && !isCopy(values)) {
+      return (super.query as (...queryArgs: unknown[]) => unknown)({ name: preparedName(text), text, values }, ...args.slice(2));
+    }
     if (typeof text !== 'string' || !isCopy(values)) return (super.query as (...queryArgs: unknown[]) => unknown)(...args);
     const copy = new CopyFromStdin(text, values[0]);
     return new Promise<CopyResult>((resolve, reject) => {
