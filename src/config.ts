@@ -92,7 +92,7 @@ const envSchema = z.object({
   SMTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   SCHEDULE_TIMEZONE: z.string().refine(isTimeZone, 'must be an IANA time zone name such as UTC or Europe/Berlin').default('UTC'),
   DISPATCH_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(500),
-  DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   DISPATCH_LEASE_SECONDS: z.coerce.number().positive().max(86_400).default(300),
   CAMPAIGN_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
