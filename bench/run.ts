@@ -149,15 +149,16 @@ const lines = [
   '(`bench/ceiling.ts`, measured in the same run right after): 20,000 prebuilt unsigned personalised messages pushed',
   'through a nodemailer pool of the same size to a fresh sink, and RSA-2048 signatures per second with every core signing;',
   'one message needs both, so the ceiling is 1 / (1/pushed + 1/signed). Ratio: delivered over the ceiling (the bar is',
-  '≥ 0.8 on PostgreSQL, ≥ 0.6 on PGlite).',
+  '≥ 0.8 on PostgreSQL, ≥ 0.6 on PGlite). Own client: the same messages pushed through Mailroom\'s own pipelining SMTP',
+  'transport, which the delivery uses; it is not part of the ceiling.',
   '',
-  '| Database | Contacts | Batch size | Release (recipients/s) | Delivered (msg/s) | Peak RSS (MB) | Pushed unsigned (msg/s) | Signatures (/s, all cores) | Ceiling (msg/s) | Ratio |',
-  '|---|---|---|---|---|---|---|---|---|---|',
+  '| Database | Contacts | Batch size | Release (recipients/s) | Delivered (msg/s) | Peak RSS (MB) | Pushed unsigned, nodemailer (msg/s) | Pushed unsigned, own client (msg/s) | Signatures (/s, all cores) | Ceiling (msg/s) | Ratio |',
+  '|---|---|---|---|---|---|---|---|---|---|---|',
   ...campaigns.map(
     (r) =>
       `| ${r.database} | ${r.contacts.toLocaleString('en')} | ${r.batchSize.toLocaleString('en')} | ` +
       `${r.release.recipientsPerSecond.toLocaleString('en')} | ${r.delivery.messagesPerSecond.toLocaleString('en')} | ${r.peakRssMb} | ` +
-      `${r.ceiling.pushedPerSecond.toLocaleString('en')} | ${r.ceiling.signaturesPerSecond.toLocaleString('en')} | ${r.ceiling.messagesPerSecond.toLocaleString('en')} | ${r.ratio} |`,
+      `${r.ceiling.pushedPerSecond.toLocaleString('en')} | ${r.ceiling.ownPushedPerSecond.toLocaleString('en')} | ${r.ceiling.signaturesPerSecond.toLocaleString('en')} | ${r.ceiling.messagesPerSecond.toLocaleString('en')} | ${r.ratio} |`,
   ),
   '',
   '## Webhooks',
