@@ -66,6 +66,17 @@ describe('DKIM', () => {
     expect((await verifyDkim(dns, await impostor.sign(message('news@tampered.test'))))[0]!.status.result).toBe('fail');
   });
 
+  it('bodies with nothing to relax, with bare line feeds, with trailing empty lines, or empty, verify', async () => {
+    const domain = await createDomain(server, key, 'plain.test');
+    dns.serve(domain);
+    const signer = (await loadDomainSettings(server.deps, teamId, domain.id))!.signer;
+    const headers = message('news@plain.test').split('\r\n\r\n')[0];
+    for (const body of ['Hello there\r\nsecond line\r\n', 'Hello there\nsecond line\n', 'Hello\r\n\r\n\r\n', '', 'no line ending']) {
+      const signed = await signer.sign(`${headers}\r\n\r\n${body}`);
+      expect((await verifyDkim(dns, signed))[0]!.status.result, JSON.stringify(body)).toBe('pass');
+    }
+  });
+
   it('the signer takes bytes as well as text, and every header instance it signs is covered', async () => {
     const domain = await createDomain(server, key, 'bytes.test');
     dns.serve(domain);

@@ -60,7 +60,7 @@ export class DkimSigner {
 
   /** The signature field without its `b=` value, and the bytes that value signs. */
   private signedData(message: string, now: Date): { unsigned: string; data: Buffer } {
-    const crlf = message.replace(/\r?\n/g, '\r\n');
+    const crlf = BARE_LF.test(message) ? message.replace(/\r?\n/g, '\r\n') : message;
     const split = crlf.indexOf('\r\n\r\n');
     const headerBlock = split === -1 ? crlf : crlf.slice(0, split + 2);
     const body = split === -1 ? '' : crlf.slice(split + 4);
@@ -78,7 +78,7 @@ export class DkimSigner {
     const tags = [
       'v=1', 'a=rsa-sha256', 'c=relaxed/relaxed', `d=${this.domain}`, `s=${this.selector}`,
       `t=${Math.floor(now.getTime() / 1000)}`, `h=${names.join(':')}`,
-      `bh=${createHash('sha256').update(relaxedBody(body), 'latin1').digest('base64')}`, 'b=',
+      `bh=${bodyHash(body)}`, 'b=',
     ];
     const unsigned = `DKIM-Signature: ${tags.join('; ')}`;
     const data = signed.map((field) => `${relaxedHeader(field.raw)}\r\n`).join('') + relaxedHeader(unsigned);
@@ -101,6 +101,25 @@ function relaxedHeader(raw: string): string {
   const colon = raw.indexOf(':');
   const value = raw.slice(colon + 1).replace(/\r\n/g, '').replace(/[ \t]+/g, ' ').trim();
   return `${raw.slice(0, colon).trim().toLowerCase()}:${value}`;
+}
+
+// A line feed without its carriage return; built messages have none, and are not copied to mend them.
+const BARE_LF = /(?:^|[^\r])\n/;
+// What relaxed body canonicalisation changes inside a body: a tab, a run of spaces, white space ending a line.
+const UNRELAXED = /\t| {2}| \r\n| $/;
+
+/**
+ * The body hash (relaxed). A body with nothing to change but its trailing empty lines, as built
+ * messages are (their parts are base64 or quoted-printable), is hashed as it is, without the
+ * line-by-line copy.
+ */
+function bodyHash(body: string): string {
+  const hash = createHash('sha256');
+  if (UNRELAXED.test(body)) return hash.update(relaxedBody(body), 'latin1').digest('base64');
+  let end = body.length;
+  while (end >= 2 && body.charCodeAt(end - 2) === 0x0d && body.charCodeAt(end - 1) === 0x0a) end -= 2;
+  if (end > 0) hash.update(body.slice(0, end), 'latin1').update('\r\n', 'latin1');
+  return hash.digest('base64');
 }
 
 function relaxedBody(body: string): string {
