@@ -1,3 +1,4 @@
+import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dataBlock } from '../src/sending/transports/relay-session.js';
 import { parseRelayUrl } from '../src/sending/transports/relay-url.js';
@@ -90,6 +91,30 @@ describe('the SMTP relay client', () => {
     const result = await client.send('clear', message('clear'), { from: 'bounce@relay.test', to: ['b@example.org'] });
     expect(result).toMatchObject({ kind: 'temporary', code: null, response: expect.stringMatching(/requires TLS/) });
     expect(sink.received).toEqual([]);
+  });
+
+  it('an envelope address that would end its command line early is refused, and nothing reaches the relay', async () => {
+    sink = await startSmtpSink();
+    const client = relay(sink.url);
+    const smuggled = await client.send('smuggle', message('smuggle'), { from: 'bounce@relay.test', to: ['a@example.org>\r\nRCPT TO:<b@example.org'] });
+    expect(smuggled).toMatchObject({ kind: 'permanent', response: expect.stringMatching(/line break/) });
+    expect(sink.received).toEqual([]);
+    expect(sink.openSessions()).toBe(0);
+  });
+
+  it('a relay that answers with an endless line is cut off: the attempt is temporary and memory stays bounded', async () => {
+    const endless = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.write(`220-${'x'.repeat(200_000)}`);
+    });
+    await new Promise<void>((resolve) => endless.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = relay(`smtp://127.0.0.1:${(endless.address() as AddressInfo).port}`);
+      const result = await client.send('endless', message('endless'), { from: 'bounce@relay.test', to: ['b@example.org'] });
+      expect(result).toMatchObject({ kind: 'temporary', code: null, response: expect.stringMatching(/longer than 65536/) });
+    } finally {
+      await new Promise<void>((resolve) => endless.close(() => resolve()));
+    }
   });
 
   it('SMTP_URL settings are read, and one it does not know stops the start', () => {

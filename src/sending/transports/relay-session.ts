@@ -17,6 +17,7 @@ type Waiter = { resolve(reply: Reply): void; reject(error: SessionFailure): void
 const CRLF = Buffer.from('\r\n');
 const END_OF_DATA = Buffer.from('.\r\n');
 const NON_ASCII = /[^\x00-\x7f]/;
+const MAX_REPLY_CHARS = 64 * 1024;
 
 const positive = (reply: Reply) => reply.code >= 200 && reply.code < 400;
 
@@ -173,6 +174,11 @@ export class RelaySession {
 
   private read(chunk: string): void {
     this.buffered += chunk;
+    // A relay that talks without end (no line ending, or a reply of endless lines) is cut off
+    // rather than held in memory.
+    if (this.buffered.length + this.lines.length * 80 > MAX_REPLY_CHARS) {
+      return this.destroy(new SessionFailure(`the relay sent a reply longer than ${MAX_REPLY_CHARS} characters`));
+    }
     for (let end = this.buffered.indexOf('\n'); end !== -1; end = this.buffered.indexOf('\n')) {
       const line = this.buffered.slice(0, end).replace(/\r$/, '');
       this.buffered = this.buffered.slice(end + 1);

@@ -89,6 +89,10 @@ class RelayPool {
 
   send(envelope: Envelope, message: Buffer): Promise<DeliveryResult> {
     if (this.closing) return Promise.resolve(temporary('the transport is closing', null));
+    // An address that would end its command line early could smuggle commands into the session.
+    if ([envelope.from, ...envelope.to].some((address) => /[\r\n<>]/.test(address))) {
+      return Promise.resolve({ kind: 'permanent', response: 'an envelope address holds a line break or an angle bracket', code: null, rejected: [] });
+    }
     return new Promise<DeliveryResult>((resolve) => this.enqueue({ envelope, message, resolve, requeued: false }));
   }
 
