@@ -19,7 +19,8 @@ const END_OF_DATA = Buffer.from('.\r\n');
 const NON_ASCII = /[^\x00-\x7f]/;
 const MAX_REPLY_CHARS = 64 * 1024;
 
-const positive = (reply: Reply) => reply.code >= 200 && reply.code < 400;
+/** A 2xx or 3xx: the relay took the command. */
+export const positive = (reply: Reply) => reply.code >= 200 && reply.code < 400;
 
 /**
  * The message as DATA carries it (RFC 5321 §4.5.2): every line ending CRLF, a leading dot doubled,
@@ -53,6 +54,7 @@ export class RelaySession {
   private failure: SessionFailure | null = null;
   private extensions = new Set<string>();
   private authMechanisms = new Set<string>();
+  private readonly closeCallbacks = new Set<() => void>();
 
   private constructor(private readonly options: RelayOptions, private readonly timeoutMs: number) {}
 
@@ -82,8 +84,6 @@ export class RelaySession {
     this.closeCallbacks.add(callback);
     return () => this.closeCallbacks.delete(callback);
   }
-
-  private readonly closeCallbacks = new Set<() => void>();
 
   /** The commands of an envelope, each with its line ending: MAIL FROM, one RCPT TO a recipient, DATA. */
   envelopeCommands(envelope: { from: string; to: string[] }): string[] {

@@ -1,5 +1,5 @@
 import type { Envelope } from '../../mail/mime.js';
-import { dataBlock, RelaySession, SessionFailure, type Reply } from './relay-session.js';
+import { dataBlock, positive, RelaySession, SessionFailure, type Reply } from './relay-session.js';
 import { parseRelayUrl, type RelayOptions } from './relay-url.js';
 import type { DeliveryResult, RecipientRejection, Transport } from './types.js';
 
@@ -13,7 +13,6 @@ type Job = {
   requeued: boolean;
 };
 
-const positive = (reply: Reply) => reply.code >= 200 && reply.code < 400;
 const permanent = (reply: Reply) => reply.code >= 500 && reply.code < 600;
 
 const temporary = (response: string, code: number | null): DeliveryResult => ({ kind: 'temporary', response, code });
