@@ -46,9 +46,10 @@ describe('the usesend-js emails methods', () => {
     expect(statusesOf(fetched.data as never)).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
     for (const event of fetched.data!.emailEvents) expect(event).toMatchObject({ emailId, createdAt: expect.stringMatching(/Z$/) });
 
+    const firstSchedule = inAnHour();
     const batch = await client.emails.batch([
       { from, to: ['a@example.org', 'b@example.org'], subject: 'One', text: 'one' },
-      { from, to: 'c@example.org', cc: 'd@example.org', subject: 'Two', text: 'two', scheduledAt: inAnHour() },
+      { from, to: 'c@example.org', cc: 'd@example.org', subject: 'Two', text: 'two', scheduledAt: firstSchedule },
     ]);
     expect(batch.error).toBeNull();
     expect(batch.data).toHaveLength(2);
@@ -63,6 +64,8 @@ describe('the usesend-js emails methods', () => {
     expect(await client.emails.cancel(scheduled!)).toEqual({ data: { emailId: scheduled }, error: null });
     const cancelled = (await client.emails.get(scheduled!)).data!;
     expect(statusesOf(cancelled as never)).toEqual(['SCHEDULED', 'SCHEDULED', 'CANCELLED']);
+    // The history keeps the schedule the email was accepted with, though the email now has another.
+    expect(cancelled.emailEvents.slice(0, 2).map((event) => event.data)).toEqual([{ scheduledAt: firstSchedule }, { scheduledAt: later, previousScheduledAt: firstSchedule }]);
 
     // An error comes back as the whole standard body, which the client recognises by its error.code.
     const conflict = (message: RegExp) => ({ data: null, error: { error: { code: 'CONFLICT', message: expect.stringMatching(message) } } });

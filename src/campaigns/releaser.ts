@@ -12,8 +12,9 @@ export type Releaser = {
 /**
  * Releases due campaign batches. Each batch is one transaction: claim the campaign (SKIP LOCKED,
  * so any number of releasers can run), start it if it has not started, insert the batch's email
- * rows and move the cursor. A crash loses nothing: an uncommitted batch is released again, and the
- * unique (campaign, contact) index keeps a committed one from being released twice.
+ * rows and move the cursor. A crash loses nothing: an uncommitted batch is released again, and a
+ * committed one is behind the cursor it moved (the unique (campaign, contact) index would refuse
+ * it a second time).
  *
  * `now` is injectable so tests can move the clock across batch windows; without `autostart` the
  * releaser neither polls nor listens for signals, and only runs when its `tick` is called.

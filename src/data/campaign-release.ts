@@ -62,15 +62,16 @@ export type ReleaseBatch = {
 /**
  * Releases the next batch in one statement: the next `batch_size` contacts after the cursor (up to
  * the last recipient) in creation order through contacts_book_order; those subscribed and not on
- * the suppression list (a probe of its primary key each) become QUEUED email rows, unique on
- * (campaign, contact) through emails_campaign_contact so nothing is ever inserted twice; and the
- * cursor moves past the batch. A short batch was the last: the campaign then waits for its mail to
+ * the suppression list (a probe of its primary key each) become QUEUED email rows; and the cursor
+ * moves past the batch. The rows and the cursor commit together, so no contact is reached twice;
+ * emails_campaign_contact, unique on (campaign, contact), makes a second row for one an error
+ * rather than a second email (no ON CONFLICT: its probe of that index would double what each row
+ * pays for it). A short batch was the last: the campaign then waits for its mail to
  * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored; the webhook
  * calls it owes are written by the same statement.
  *
  * Email ids lead with their creation time in milliseconds (then 74 random bits, as a UUIDv7 has),
- * so the id-keyed indexes (the primary key, emails_id) grow at their right edge instead of taking
- * each row on a random page.
+ * so the primary key grows at its right edge instead of taking each row on a random page.
  */
 export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scanned: number; released: number }> {
   const c = batch.campaign;
@@ -101,7 +102,6 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
         WHERE b.subscribed
           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = ${c.team_id} AND s.email = lower(b.email))
       ) r
-      ON CONFLICT (team_id, campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
       RETURNING team_id, id, from_address, to_addresses, subject, campaign_id, contact_id, domain_id, template_id, status, created_at
     ), queued AS (
       SELECT *, NULL::jsonb AS details, created_at AS at, row_number() OVER () AS ord FROM inserted

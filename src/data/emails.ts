@@ -45,6 +45,7 @@ function emailRecord(email: NewEmail) {
     message_id: email.messageId,
     status: firstStatus(email),
     scheduled_at: email.scheduledAt,
+    first_scheduled_at: email.scheduledAt,
     send_at: email.sendAt,
     created_at: email.createdAt,
     contact_book_id: email.confirms?.bookId ?? null,
@@ -56,22 +57,23 @@ function emailRecord(email: NewEmail) {
 const EMAIL_COLUMNS = sql.raw(`r(
   team_id integer, id text, domain_id integer, from_address text, to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb,
   reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
-  scheduled_at timestamptz, send_at timestamptz, created_at timestamptz, contact_book_id text, contact_id text, template_id text)`);
+  scheduled_at timestamptz, first_scheduled_at timestamptz, send_at timestamptz, created_at timestamptz, contact_book_id text, contact_id text, template_id text)`);
 
 /**
- * The rows, their first events (SCHEDULED or QUEUED) and the webhook calls those owe, in one
- * statement whose text is the same whatever the number of rows (they travel as one JSON
- * parameter), so the server parses one statement, not one per group size.
+ * The rows and the webhook calls their first events (SCHEDULED or QUEUED) owe, in one statement
+ * whose text is the same whatever the number of rows (they travel as one JSON parameter), so the
+ * server parses one statement, not one per group size. The first events themselves are read off
+ * the rows (see listEvents), not stored.
  */
 export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
   const teamIds = [...new Set(emails.map((email) => email.teamId))];
   await sql`${sql.raw(REUSED)}
     WITH inserted AS (
       INSERT INTO emails (team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
-        subject, html, text, headers, attachments, message_id, status, scheduled_at, send_at, created_at, updated_at,
+        subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, updated_at,
         contact_book_id, contact_id, template_id)
       SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
-        subject, html, text, headers, attachments, message_id, status, scheduled_at, send_at, created_at, created_at,
+        subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, created_at,
         contact_book_id, contact_id, template_id
       FROM jsonb_to_recordset(${JSON.stringify(emails.map(emailRecord))}::jsonb) AS ${EMAIL_COLUMNS}
       RETURNING team_id, id, domain_id, status, scheduled_at, created_at
@@ -79,9 +81,6 @@ export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
       SELECT *, CASE WHEN scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', ${isoSql(sql.ref('scheduled_at'))}) END AS details,
         created_at AS at, row_number() OVER () AS ord
       FROM inserted
-    ), events AS (
-      INSERT INTO email_events (team_id, email_id, status, data, created_at)
-      SELECT team_id, id, status, details, created_at FROM first_events
     ), calls AS (
       ${emailEventCalls('first_events', 'status', sql`${teamIds}::integer[]`)}
     )
@@ -93,16 +92,19 @@ export async function findEmail(db: Db, teamId: number, id: string): Promise<Ema
 }
 
 /**
- * The email's events in time order. A campaign email's first, QUEUED at its creation, is not
- * stored (the release writes only the row; campaign_id is set there alone and never changes): it
- * is read off the row, ahead of any stored event of the same instant. Uses the emails and
- * email_events primary keys.
+ * The email's events in time order. The first, at its creation, is not stored (accepting and
+ * releasing write only the row): it is read off the row, ahead of any stored event of the same
+ * instant, SCHEDULED for the time the email was accepted with, or QUEUED when it had none. Uses
+ * the emails and email_events primary keys.
  */
 export async function listEvents(db: Db, teamId: number, emailId: string): Promise<EmailEventRow[]> {
   const { rows } = await sql<EmailEventRow>`
     SELECT email_id, status, data, created_at FROM (
-      SELECT id AS email_id, 'QUEUED' AS status, NULL::jsonb AS data, created_at, 0 AS seq FROM emails
-      WHERE team_id = ${teamId} AND id = ${emailId} AND campaign_id IS NOT NULL
+      SELECT id AS email_id, CASE WHEN first_scheduled_at IS NULL THEN 'QUEUED' ELSE 'SCHEDULED' END AS status,
+        CASE WHEN first_scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', ${isoSql(sql.ref('first_scheduled_at'))}) END AS data,
+        created_at, 0 AS seq
+      FROM emails
+      WHERE team_id = ${teamId} AND id = ${emailId}
       UNION ALL
       SELECT email_id, status, data, created_at, seq FROM email_events
       WHERE team_id = ${teamId} AND email_id = ${emailId}
@@ -174,7 +176,7 @@ export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
  * Claims up to `limit` due emails for `leaseUntil`: pending rows whose time has come and that no
  * live claim holds (its lease ran out, or its worker is in `silent`). One statement, so no transaction
  * spans the sending; SKIP LOCKED lets any number of dispatchers claim side by side. Uses
- * emails_due (partial on send_at), then emails_id.
+ * emails_due (partial on send_at), then the emails primary key.
  */
 export async function claimDueEmails(
   db: Db,
@@ -301,7 +303,7 @@ export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'c
 
 /**
  * An email named by feedback (a VERP address, a tracking token) with what attributing the feedback
- * needs, whatever its team: email ids are unique across teams. Uses emails_id, then the domains,
+ * needs, whatever its team: email ids are unique across teams. Uses the emails primary key, then the domains,
  * campaigns and email_events primary keys.
  */
 export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {

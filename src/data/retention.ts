@@ -35,7 +35,7 @@ export async function withRetentionLock<T>(db: Db, kind: DatabaseKind, work: (db
  * created, and scheduled if they were, before `before`, and marks when. `send_at` is null exactly
  * when nothing is left to send, but for a paused campaign's held mail, which stores no body (it is
  * rendered from the campaign when sent) and so is never picked. Answers how many it dropped. Uses
- * emails_retention, then emails_id.
+ * emails_retention, then the emails primary key.
  */
 export async function dropEmailBodies(db: Db, before: Date, now: Date, limit: number): Promise<number> {
   const result = await sql`

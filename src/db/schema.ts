@@ -115,6 +115,8 @@ export interface EmailsTable {
   message_id: string;
   status: EmailStatus;
   scheduled_at: Optional<Date>;
+  /** The schedule it was accepted with, which its first event shows (see listEvents). */
+  first_scheduled_at: Optional<Date>;
   send_at: Optional<Date>;
   attempts: Generated<number>;
   claimed_by: Optional<string>;
