@@ -189,18 +189,18 @@ const acceptedMail = perDatabase(
 );
 
 /**
- * Mail accepted without an Idempotency-Key needs no transaction: its one statement stores the
- * rows, their first events and their webhook calls, all or none; and the requests that arrive
- * together share one statement (group commit).
+ * Mail accepted without an Idempotency-Key needs no transaction: its one statement stores the rows
+ * and their webhook calls, all or none; and the requests that arrive together share one statement
+ * (group commit).
  */
 const storeAccepted = (deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]) => acceptedMail(deps.db, deps.dbKind).add(rows);
 
 const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
 
 /**
- * Stores the emails, each with its first event, all or none; the dispatcher sends them. With an
- * Idempotency-Key the same request within 24 h answers as the first did and stores nothing again;
- * another request under the key is a 409.
+ * Stores the emails, all or none; the dispatcher sends them. With an Idempotency-Key the same
+ * request within 24 h answers as the first did and stores nothing again; another request under the
+ * key is a 409.
  */
 async function createEmails<R>(
   deps: EmailDeps,
