@@ -14,7 +14,7 @@ const BOOK = 20_000;
 const rows = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ email: `reader${from + i}@example.org` }));
 
 describe('a bulk upsert into a large book', () => {
-  it('finds the contacts it names by their address, one index probe each, never by reading the whole book, even once the planner has statistics', async () => {
+  it('finds the contacts it names by their address, one index probe each, never by reading the whole book: just imported, or once the planner has statistics', async () => {
     const { apiKey, teamId } = await server.team();
     const book = await server.call('POST', '/v1/contactBooks', { key: apiKey, body: { name: 'Large' } });
     for (let from = 0; from < BOOK; from += 10_000) {
@@ -22,22 +22,28 @@ describe('a bulk upsert into a large book', () => {
       expect(res.body.count).toBe(10_000);
     }
     const { db } = server.deps;
-    // Statistics that make reading the whole book look cheaper than 10,000 probes.
-    await sql`ANALYZE contacts`.execute(db);
-    const keys = rows(BOOK / 2, 10_000).map((row) => row.email);
+    // Half of the keys are in the book, half are not.
+    const keys = rows(BOOK - 200, 400).map((row) => row.email);
 
-    // What this transaction has scanned so far.
-    const scans = async (tx: typeof db) => {
-      const { rows: [counts] } = await sql<{ seq_scan: string; idx_scan: string }>`
-        SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'contacts'`.execute(tx);
-      return { seq: Number(counts!.seq_scan), idx: Number(counts!.idx_scan) };
+    // What this connection has read from contacts and not yet reported, and how: a lookup's own
+    // reads are the difference across it.
+    const reads = async (tx: typeof db) => {
+      const { rows: [counts] } = await sql<{ seq_scan: string; idx_tup_fetch: string }>`
+        SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables WHERE relname = 'contacts'`.execute(tx);
+      return { sequentialScans: Number(counts!.seq_scan), rowsRead: Number(counts!.idx_tup_fetch) };
     };
-
-    await db.transaction().execute(async (tx) => {
-      expect(await findContactsByEmailKeys(tx, teamId, book.body.id, keys)).toHaveLength(BOOK / 2);
-      const { seq, idx } = await scans(tx);
-      expect(seq, 'sequential scans of contacts').toBe(0);
-      expect(idx).toBeGreaterThan(0);
+    const lookUp = () => db.transaction().execute(async (tx) => {
+      const before = await reads(tx);
+      expect(await findContactsByEmailKeys(tx, teamId, book.body.id, keys)).toHaveLength(200);
+      const after = await reads(tx);
+      return { sequentialScans: after.sequentialScans - before.sequentialScans, rowsRead: after.rowsRead - before.rowsRead };
     });
+
+    // Just imported: the import brought the statistics up to date (the embedded database has no
+    // autovacuum to do it, and PostgreSQL's comes a minute later).
+    expect(await lookUp()).toEqual({ sequentialScans: 0, rowsRead: 200 });
+    // Statistics that make reading the whole book look cheaper than hundreds of probes.
+    await sql`ANALYZE contacts`.execute(db);
+    expect(await lookUp()).toEqual({ sequentialScans: 0, rowsRead: 200 });
   });
 });

@@ -101,6 +101,32 @@ export async function findContactsByEmailKeys(tx: Db, teamId: number, bookId: st
   return result.rows;
 }
 
+// A table smaller than this (some thousands of contacts) never has stale statistics: it is cheap
+// to plan wrongly, and its writers should not pay for an ANALYZE.
+const STALE_FROM_PAGES = 32;
+
+/**
+ * Brings the planner's statistics of contacts up to date when the table has outgrown them: never
+ * gathered, or the table half as large again since. Without them a book imported moments ago
+ * looks like a few rows, and a bulk upsert's lookup reads the whole book instead of probing
+ * contacts_email once per key. PostgreSQL's autovacuum gathers them within a minute or so; the
+ * embedded database has no autovacuum, and would never have them. The table's size on disk is
+ * read as it is now (pg_stat counters reach the view late). Answers whether it gathered them.
+ */
+export async function refreshContactStatistics(db: Db): Promise<boolean> {
+  const { rows } = await sql<{ stale: boolean }>`
+    SELECT pages >= ${STALE_FROM_PAGES} AND (pages >= relpages * 1.5 OR NOT EXISTS (
+      SELECT 1 FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'contacts'
+    )) AS stale
+    FROM (
+      SELECT pg_relation_size(oid) / current_setting('block_size')::int AS pages, relpages FROM pg_class
+      WHERE oid = 'contacts'::regclass
+    ) size`.execute(db);
+  if (!rows[0]?.stale) return false;
+  await sql`ANALYZE contacts`.execute(db);
+  return true;
+}
+
 // The rows travel as one array per column: a fixed number of parameters whatever their number,
 // and cheaper for Postgres to unpack than one JSON document.
 const insertRows = (teamId: number, bookId: string, rows: ContactWrite[]) => sql`

@@ -8,6 +8,7 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { newSortableId } from '../ids.js';
 import type { Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
+import { perDatabase } from './recent-reads.js';
 
 export type ContactDeps = Pick<Deps, 'db' | 'metrics'>;
 
@@ -281,6 +282,15 @@ export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, 
  * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
  * locked exclusively, so no other write can add an address between the read and the insert.
  */
+/**
+ * The contact statistics refreshed after new contacts are written, one refresh at a time per
+ * database: requests that finish together would each find the same statistics stale.
+ */
+const statisticsRefresher = perDatabase((db: Db) => {
+  let running: Promise<boolean> | null = null;
+  return () => (running ??= contacts.refreshContactStatistics(db).finally(() => (running = null)));
+});
+
 export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
   const { teamId } = caller;
   const errors: BulkError[] = [];
@@ -334,6 +344,7 @@ export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { co
     return { created, updated: unique.length - created };
   });
 
+  if (counts.created > 0) await statisticsRefresher(deps.db)();
   errors.sort((a, b) => a.index - b.index);
   const count = counts.created + counts.updated;
   return {
