@@ -62,11 +62,11 @@ export type ReleaseBatch = {
 /**
  * Releases the next batch in one statement: the next `batch_size` contacts after the cursor (up to
  * the last recipient) in creation order through contacts_book_order; those subscribed and not on
- * the suppression list (one scan of its primary key for the batch) become QUEUED email rows; and the cursor
- * moves past the batch. The rows and the cursor commit together, so no contact is reached twice;
- * emails_campaign_contact, unique on (campaign, contact), makes a second row for one an error
- * rather than a second email (no ON CONFLICT: its probe of that index would double what each row
- * pays for it). A short batch was the last: the campaign then waits for its mail to
+ * the suppression list (one scan of its primary key for the batch) become QUEUED email rows; and
+ * the cursor moves past the batch. The rows and the cursor commit together, so no contact is
+ * reached twice; emails_campaign_contact, unique on (campaign, contact), makes a second row for
+ * one an error rather than a second email (no ON CONFLICT: its probe of that index would double
+ * what each row pays for it). A short batch was the last: the campaign then waits for its mail to
  * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored; the webhook
  * calls it owes are written by the same statement.
  *

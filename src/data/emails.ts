@@ -303,8 +303,8 @@ export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'c
 
 /**
  * An email named by feedback (a VERP address, a tracking token) with what attributing the feedback
- * needs, whatever its team: email ids are unique across teams. Uses the emails primary key, then the domains,
- * campaigns and email_events primary keys.
+ * needs, whatever its team: email ids are unique across teams. Uses the emails primary key, then
+ * the domains, campaigns and email_events primary keys.
  */
 export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {
   const { rows } = await sql<FeedbackEmail>`

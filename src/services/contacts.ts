@@ -276,13 +276,6 @@ export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, 
 }
 
 /**
- * POST bulk: upserts every valid row by address in one transaction and reports the others. One
- * read finds (and locks) the contacts the rows match; then each chunk of new contacts is one COPY,
- * each chunk of changed ones one upsert, and in a double opt-in book the chunk's confirmations (to
- * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
- * locked exclusively, so no other write can add an address between the read and the insert.
- */
-/**
  * The contact statistics refreshed after new contacts are written, one refresh at a time per
  * database: requests that finish together would each find the same statistics stale.
  */
@@ -291,6 +284,14 @@ const statisticsRefresher = perDatabase((db: Db) => {
   return () => (running ??= contacts.refreshContactStatistics(db).finally(() => (running = null)));
 });
 
+/**
+ * POST bulk: upserts every valid row by address in one transaction and reports the others. One
+ * read finds (and locks) the contacts the rows match; then each chunk of new contacts is one COPY,
+ * each chunk of changed ones one upsert, and in a double opt-in book the chunk's confirmations (to
+ * new contacts, and to pending ones added again, as POST and PUT send them) one batch. The book is
+ * locked exclusively, so no other write can add an address between the read and the insert. Once
+ * committed, the contact statistics are refreshed if the table has outgrown them.
+ */
 export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
   const { teamId } = caller;
   const errors: BulkError[] = [];
