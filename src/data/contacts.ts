@@ -111,7 +111,10 @@ const STALE_FROM_PAGES = 32;
  * looks like a few rows, and a bulk upsert's lookup reads the whole book instead of probing
  * contacts_email once per key. PostgreSQL's autovacuum gathers them within a minute or so; the
  * embedded database has no autovacuum, and would never have them. The table's size on disk is
- * read as it is now (pg_stat counters reach the view late). Answers whether it gathered them.
+ * read as it is now (pg_stat counters reach the view late). Where another session holds the table
+ * against ANALYZE (its own ANALYZE or VACUUM, an index being built), it is skipped rather than
+ * waited for: that session is already gathering them, or the next import will. Answers whether
+ * it found them stale.
  */
 export async function refreshContactStatistics(db: Db): Promise<boolean> {
   const { rows } = await sql<{ stale: boolean }>`
@@ -123,7 +126,7 @@ export async function refreshContactStatistics(db: Db): Promise<boolean> {
       WHERE oid = 'contacts'::regclass
     ) size`.execute(db);
   if (!rows[0]?.stale) return false;
-  await sql`ANALYZE contacts`.execute(db);
+  await sql`ANALYZE (SKIP_LOCKED) contacts`.execute(db);
   return true;
 }
 

@@ -10,9 +10,15 @@ import type { Db } from '../db/connection.js';
 // to the type (and, for email events, to the email's domain). A team without webhooks pays one
 // probe of the webhooks primary key per statement: the EXISTS below is evaluated once.
 
-/** A time-ordered random id (12 hex digits of milliseconds, then 20 random ones), drawn per row. */
-export const sortableIdSql = sql<string>`overlay(replace(gen_random_uuid()::text, '-', '')
-  PLACING lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') FROM 1 FOR 12)`;
+/**
+ * A time-ordered random id (12 hex digits of milliseconds, then 20 random ones), drawn per row.
+ * The random digits come from random(), a generator seeded per connection from a strong source:
+ * these ids are keys, not secrets (every link that names one is signed), and random() costs a
+ * tenth of what gen_random_uuid() does on a path that draws one per released recipient.
+ */
+const randomHex40 = sql`lpad(to_hex(floor(random() * 1099511627776)::bigint), 10, '0')`;
+export const sortableIdSql = sql<string>`lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 1000)::bigint), 12, '0')
+  || ${randomHex40} || ${randomHex40}`;
 
 /** An ISO 8601 UTC timestamp with milliseconds, as the API writes them. */
 export const isoSql = (value: RawBuilder<unknown>) => sql<string>`to_char(${value} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

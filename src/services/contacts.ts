@@ -10,7 +10,7 @@ import type { Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 import { perDatabase } from './recent-reads.js';
 
-export type ContactDeps = Pick<Deps, 'db' | 'metrics'>;
+export type ContactDeps = Pick<Deps, 'db' | 'metrics' | 'log'>;
 
 /** Confirmation emails a transaction queued, counted in the metrics once it has committed. */
 type Queued = { emails: number };
@@ -277,11 +277,17 @@ export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, 
 
 /**
  * The contact statistics refreshed after new contacts are written, one refresh at a time per
- * database: requests that finish together would each find the same statistics stale.
+ * database: requests that finish together would each find the same statistics stale. The
+ * contacts are committed by then, so a refresh that fails is logged, not answered as the
+ * request's failure: a retry would find nothing to write, and the next import tries again.
  */
 const statisticsRefresher = perDatabase((db: Db) => {
-  let running: Promise<boolean> | null = null;
-  return () => (running ??= contacts.refreshContactStatistics(db).finally(() => (running = null)));
+  let running: Promise<unknown> | null = null;
+  return (log: ContactDeps['log']) =>
+    (running ??= contacts
+      .refreshContactStatistics(db)
+      .catch((error) => log.warn('refreshing the contact statistics failed', { error }))
+      .finally(() => (running = null)));
 });
 
 /**
@@ -345,7 +351,7 @@ export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { co
     return { created, updated: unique.length - created };
   });
 
-  if (counts.created > 0) await statisticsRefresher(deps.db)();
+  if (counts.created > 0) await statisticsRefresher(deps.db)(deps.log);
   errors.sort((a, b) => a.index - b.index);
   const count = counts.created + counts.updated;
   return {
