@@ -266,7 +266,7 @@ describe('campaigns', () => {
     expect(settledStatuses.filter((s) => s === 'DELIVERED').length).toBe(atDelete - before);
   }, 60_000);
 
-  it('contacts unsubscribed, suppressed or added during a run are handled: the first two are skipped, the last waits for the next campaign', async () => {
+  it('contacts unsubscribed, suppressed or added during a run are handled: the first two never become emails, the last waits for the next campaign', async () => {
     const contactBookId = await bookOf(30);
     await ok('POST', '/v1/suppressions', { email: 'person3@example.org' });
     await ok('PATCH', `/v1/contactBooks/${contactBookId}/contacts/person4@example.org`, { subscribed: false });
@@ -296,6 +296,11 @@ describe('campaigns', () => {
     }
     const done = await campaign(created.id);
     expect(done).toMatchObject({ total: 28, sent: 27 });
+    // Skipped at release, not only refused at send: no email exists for them at all.
+    const addressed = (await server.deps.db.selectFrom('emails').select('to_addresses').where('campaign_id', '=', created.id).execute())
+      .map((row) => row.to_addresses[0]);
+    expect(addressed).toHaveLength(27);
+    for (const skipped of ['person3@example.org', 'person4@example.org', leaver]) expect(addressed).not.toContain(skipped);
     const got = sink.received.slice(before).map((m) => m.rcptTo[0]);
     for (const skipped of ['person3@example.org', 'person4@example.org', leaver, 'newcomer@example.org']) expect(got).not.toContain(skipped);
     expect(new Set(got).size).toBe(27);
