@@ -17,12 +17,17 @@ export class GroupedWrites<T> {
   private inFlight = 0;
   private scheduled = false;
 
+  private readonly maxItems: number;
+  private readonly failTogether: boolean;
+
   constructor(
     private readonly write: (items: T[]) => Promise<void>,
     private readonly maxInFlight: number,
-    private readonly maxItems = 1000,
-    private readonly failTogether = false,
-  ) {}
+    options: { maxItems?: number; failTogether?: boolean } = {},
+  ) {
+    this.maxItems = options.maxItems ?? 1000;
+    this.failTogether = options.failTogether ?? false;
+  }
 
   add(items: T[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {

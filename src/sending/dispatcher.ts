@@ -42,8 +42,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
       deps.signals.emit('webhookCallsDue');
     },
     OUTCOME_WRITES_IN_FLIGHT,
-    1000,
-    true,
+    { failTogether: true },
   );
 
   /** One attempt at one email; null when its claim is about to run out and it is left to the next claimant. */
