@@ -1,7 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 import type { Logger } from '../log.js';
 
 export type Certificate = { key: Buffer; cert: Buffer };
@@ -59,6 +58,9 @@ async function generateSelfSigned(hostName: string): Promise<Certificate> {
   notAfterDate.setUTCFullYear(notAfterDate.getUTCFullYear() + SELF_SIGNED_YEARS);
   const dnsNames = [...new Set([hostName, 'localhost'])].filter((name) => isIP(name) === 0);
   const ips = [...new Set([hostName, '127.0.0.1', '::1'])].filter((name) => isIP(name) !== 0);
+  // Loaded only here, on the first start without a certificate: the library (with the crypto
+  // code it carries) takes tens of megabytes that every later start would hold for nothing.
+  const { generate } = await import('selfsigned');
   const generated = await generate([{ name: 'commonName', value: hostName }], {
     keySize: 2048,
     algorithm: 'sha256',
