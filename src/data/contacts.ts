@@ -113,10 +113,9 @@ const STALE_FROM_PAGES = 32;
  * embedded database has no autovacuum, and would never have them. The table's size on disk is
  * read as it is now (pg_stat counters reach the view late). Where another session holds the table
  * against ANALYZE (its own ANALYZE or VACUUM, an index being built), it is skipped rather than
- * waited for: that session is already gathering them, or the next import will. Answers whether
- * it found them stale.
+ * waited for: that session is already gathering them, or the next import will.
  */
-export async function refreshContactStatistics(db: Db): Promise<boolean> {
+export async function refreshContactStatistics(db: Db): Promise<void> {
   const { rows } = await sql<{ stale: boolean }>`
     SELECT pages >= ${STALE_FROM_PAGES} AND (pages >= relpages * 1.5 OR NOT EXISTS (
       SELECT 1 FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'contacts'
@@ -125,9 +124,7 @@ export async function refreshContactStatistics(db: Db): Promise<boolean> {
       SELECT pg_relation_size(oid) / current_setting('block_size')::int AS pages, relpages FROM pg_class
       WHERE oid = 'contacts'::regclass
     ) size`.execute(db);
-  if (!rows[0]?.stale) return false;
-  await sql`ANALYZE (SKIP_LOCKED) contacts`.execute(db);
-  return true;
+  if (rows[0]?.stale) await sql`ANALYZE (SKIP_LOCKED) contacts`.execute(db);
 }
 
 // The rows travel as one array per column: a fixed number of parameters whatever their number,

@@ -282,7 +282,7 @@ export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, 
  * request's failure: a retry would find nothing to write, and the next import tries again.
  */
 const statisticsRefresher = perDatabase((db: Db) => {
-  let running: Promise<unknown> | null = null;
+  let running: Promise<void> | null = null;
   return (log: ContactDeps['log']) =>
     (running ??= contacts
       .refreshContactStatistics(db)
