@@ -11,10 +11,14 @@ const MIGRATION_LOCK_KEY = 727_001;
 /**
  * Applies the migrations not yet recorded, in file-name order, in one transaction that holds an
  * advisory lock: two processes starting at once apply each migration exactly once, and a failure
- * leaves the schema as it was.
+ * leaves the schema as it was. With `through`, none after that file: a database as an earlier
+ * version left it, for a migration to be tried on.
  */
-export async function migrate(db: Db): Promise<string[]> {
-  const files = (await readdir(migrationsDir)).filter((name) => name.endsWith('.sql')).sort();
+export async function migrate(db: Db, options: { through?: string } = {}): Promise<string[]> {
+  const { through } = options;
+  const files = (await readdir(migrationsDir))
+    .filter((name) => name.endsWith('.sql') && (through === undefined || name <= through))
+    .sort();
   return db.transaction().execute(async (tx) => {
     await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(tx);
     await sql`CREATE TABLE IF NOT EXISTS schema_migrations (

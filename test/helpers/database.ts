@@ -10,15 +10,18 @@ export const usingPostgres = () => inject('pgTemplate') !== null;
 
 export type TestDatabase = { source: DatabaseSource; url: string | null; drop(): Promise<void> };
 
-/** A fresh, migrated database of the kind this run tests (PostgreSQL or PGlite). */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A fresh database of the kind this run tests (PostgreSQL or PGlite): migrated, or with `empty`,
+ * holding nothing at all.
+ */
+export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const template = inject('pgTemplate');
   if (template) {
     const name = `mailroom_t_${newId(12)}`;
     const admin = new pg.Client({ connectionString: template.replace(/\/[^/]*$/, '/postgres') });
     await admin.connect();
     try {
-      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${new URL(template).pathname.slice(1)}`);
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${options.empty ? 'template0' : new URL(template).pathname.slice(1)}`);
     } finally {
       await admin.end();
     }
@@ -34,7 +37,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  const dump = await readFile(inject('pgliteDump')!);
-  const pglite = await PGlite.create({ loadDataDir: new Blob([dump]) });
+  const pglite = options.empty ? await PGlite.create() : await PGlite.create({ loadDataDir: new Blob([await readFile(inject('pgliteDump')!)]) });
   return { source: { pglite }, url: null, drop: async () => {} };
 }
