@@ -26,7 +26,11 @@ export type NewEmail = OutgoingEmail & {
 /** The status an email is stored with. */
 export const firstStatus = (email: Pick<NewEmail, 'scheduledAt'>): EmailStatus => (email.scheduledAt ? 'SCHEDULED' : 'QUEUED');
 
-/** An email as a row of the emails table, in JSON: one parameter carries a whole group of them. */
+/**
+ * An email as a row of the emails table, in JSON: one parameter carries a whole group of them. Its
+ * times travel as milliseconds since the epoch: JSON.stringify of a Date (its toJSON) cost more
+ * than the rest of the row together.
+ */
 function emailRecord(email: NewEmail) {
   return {
     team_id: email.teamId,
@@ -44,10 +48,9 @@ function emailRecord(email: NewEmail) {
     attachments: email.attachments,
     message_id: email.messageId,
     status: firstStatus(email),
-    scheduled_at: email.scheduledAt,
-    first_scheduled_at: email.scheduledAt,
-    send_at: email.sendAt,
-    created_at: email.createdAt,
+    scheduled_ms: email.scheduledAt?.getTime() ?? null,
+    send_ms: email.sendAt.getTime(),
+    created_ms: email.createdAt.getTime(),
     contact_book_id: email.confirms?.bookId ?? null,
     contact_id: email.confirms?.contactId ?? null,
     template_id: email.templateId ?? null,
@@ -57,7 +60,10 @@ function emailRecord(email: NewEmail) {
 const EMAIL_COLUMNS = sql.raw(`r(
   team_id integer, id text, domain_id integer, from_address text, to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb,
   reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
-  scheduled_at timestamptz, first_scheduled_at timestamptz, send_at timestamptz, created_at timestamptz, contact_book_id text, contact_id text, template_id text)`);
+  scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text)`);
+
+/** The instant `ms` milliseconds after the epoch: whole microseconds, exact until the year 2255 (a float of seconds would round). */
+const fromEpochMs = (column: string) => `timestamptz 'epoch' + ${column} * interval '1 millisecond'`;
 
 /**
  * The rows and the webhook calls their first events (SCHEDULED or QUEUED) owe, in one statement
@@ -73,7 +79,8 @@ export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
         subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, updated_at,
         contact_book_id, contact_id, template_id)
       SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
-        subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, created_at,
+        subject, html, text, headers, attachments, message_id, status, ${sql.raw(fromEpochMs('scheduled_ms'))}, ${sql.raw(fromEpochMs('scheduled_ms'))},
+        ${sql.raw(fromEpochMs('send_ms'))}, ${sql.raw(fromEpochMs('created_ms'))}, ${sql.raw(fromEpochMs('created_ms'))},
         contact_book_id, contact_id, template_id
       FROM jsonb_to_recordset(${JSON.stringify(emails.map(emailRecord))}::jsonb) AS ${EMAIL_COLUMNS}
       RETURNING team_id, id, domain_id, status, scheduled_at, created_at

@@ -17,8 +17,21 @@ const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 // (ours and the schemas') far from the stack's limit.
 export const MAX_JSON_DEPTH = 32;
 
-/** Whether JSON text nests objects and arrays deeper than `limit`; one pass, strings skipped. */
+/** Whether the text holds more than `limit` of `{` and `[`, inside strings or not; found by indexOf, which runs natively. */
+function opensMoreThan(text: string, limit: number): boolean {
+  let count = 0;
+  for (const bracket of ['{', '[']) {
+    for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++count > limit) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether JSON text nests objects and arrays deeper than `limit`; one pass, strings skipped. Most
+ * bodies hold too few brackets to nest that deep at all, and are passed without the walk.
+ */
 function nestsDeeperThan(text: string, limit: number): boolean {
+  if (!opensMoreThan(text, limit)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {

@@ -34,11 +34,13 @@ export const LINK_HREF =
  * pattern that rescans the rest of the text for each opener.
  */
 function dropSpans(text: string, open: RegExp, closer: (match: RegExpExecArray) => string): string {
-  const lower = text.toLowerCase();
+  // Lowered only when there is a span to drop: most bodies have none.
+  let lower: string | undefined;
   let out = '';
   let from = 0;
   open.lastIndex = 0;
   for (let match = open.exec(text); match; match = open.exec(text)) {
+    lower ??= text.toLowerCase();
     const end = lower.indexOf(closer(match), match.index + match[0].length);
     out += text.slice(from, match.index);
     if (end === -1) return out;
@@ -53,11 +55,12 @@ function dropSpans(text: string, open: RegExp, closer: (match: RegExpExecArray) 
 
 /** Each link as its label, with its target after it where that says more; one pass, like dropSpans. */
 function linksAsText(text: string): string {
-  const lower = text.toLowerCase();
+  let lower: string | undefined;
   let out = '';
   let from = 0;
   LINK_HREF.lastIndex = 0;
   for (let match = LINK_HREF.exec(text); match; match = LINK_HREF.exec(text)) {
+    lower ??= text.toLowerCase();
     const tagEnd = text.indexOf('>', match.index + match[0].length);
     const close = tagEnd === -1 ? -1 : lower.indexOf('</a', tagEnd);
     if (close === -1) break;
@@ -83,14 +86,15 @@ const TAG = /<[^<>]*>/g;
  */
 export function htmlToText(html: string): string {
   const visibleOnly = dropSpans(dropSpans(html, /<!--/g, () => '-->'), /<(head|style|script|title)\b/gi, (match) => `</${match[1]!.toLowerCase()}`);
-  const text = linksAsText(visibleOnly.replace(/\s+/g, ' '))
+  // Whitespace becomes single spaces; a lone space is matched not at all, as rewriting each with itself cost most of the pass.
+  const text = linksAsText(visibleOnly.replace(/\s\s+|[^\S ]/g, ' '))
     .replace(/<li\b[^<>]*>/gi, '\n- ')
     .replace(/<br\s*\/?>/gi, '\n')
     .replace(/<\/?(p|div|h[1-6]|ul|ol|table|tr|blockquote|section|article|header|footer|hr)\b[^<>]*>/gi, '\n\n')
     .replace(/<\/t[dh]\s*>/gi, ' ')
     .replace(TAG, '');
   return decodeEntities(text)
-    .replace(/[ \t]+/g, ' ')
+    .replace(/[ \t]{2,}|\t/g, ' ')
     .replace(/ ?\n ?/g, '\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim();

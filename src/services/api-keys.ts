@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import type { Permission } from '../db/schema.js';
@@ -24,7 +24,7 @@ const TOKEN_PREFIX = 'mr_';
 
 // Tokens carry 256 random bits, so a fast hash is enough: nothing can be guessed offline, and the
 // per-request lookup stays one hash plus one index probe.
-const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+const hashToken = (token: string) => hash('sha256', token, 'hex');
 
 export async function createApiKey(
   { db }: KeyDeps,
@@ -61,8 +61,8 @@ export function forgetRecentKeys(db: KeyDeps['db']): void {
 
 export async function authenticate({ db }: KeyDeps, token: string): Promise<AuthContext | null> {
   if (!token.startsWith(TOKEN_PREFIX)) return null;
-  const hash = hashToken(token);
-  const row = await recentKeys(db).get(hash, () => keys.findActiveKeyByHash(db, hash));
+  const tokenHash = hashToken(token);
+  const row = await recentKeys(db).get(tokenHash, () => keys.findActiveKeyByHash(db, tokenHash));
   if (!row) return null;
   return {
     teamId: row.team_id,

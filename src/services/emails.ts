@@ -90,6 +90,12 @@ function contentOf(input: EmailInput, template: TemplateRow | undefined, submitt
 }
 
 /**
+ * The path of a field under `prefix`. Made here, not as a named arrow in the caller: the name the
+ * TypeScript loader gives such a function, set anew on each call, cost more than the whole check.
+ */
+const fieldPaths = (prefix: string) => (field: string) => `${prefix}${field}`;
+
+/**
  * Checks one email's fields beyond their shape; every problem lands in `problems`, under `prefix`.
  * `template` is the one it names; `thread`, the header fields that make it a reply.
  */
@@ -99,7 +105,7 @@ function prepare(
   problems: ErrorDetail[],
 ): Prepared {
   const { prefix, now, timeZone } = context;
-  const at = (field: string) => `${prefix}${field}`;
+  const at = fieldPaths(prefix);
   const to = mailboxes(input.to, at('to'), problems, !context.submitted);
   const cc = mailboxes(input.cc, at('cc'), problems);
   const bcc = mailboxes(input.bcc, at('bcc'), problems);
@@ -224,9 +230,10 @@ async function createEmails<R>(
   const domains = await senderDomains(deps.db, caller, request.inputs, prefixes, problems);
   if (problems.length > 0) throw validationError(problems);
 
+  // Completed in place: a spread copy of each email cost more than everything else done here.
   const rows: NewEmail[] = prepared.map((email, index) => {
     const domain = domains.get(request.inputs[index]!.from)!;
-    return { ...email, from: domain.from, teamId: caller.teamId, domainId: domain.id, messageId: `<${email.id}@${domain.name}>` };
+    return Object.assign(email, { from: domain.from, teamId: caller.teamId, domainId: domain.id, messageId: `<${email.id}@${domain.name}>` });
   });
   const response = respond(rows.map((row) => row.id));
   const { idempotencyKey } = request;

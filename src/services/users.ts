@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import * as users from '../data/users.js';
@@ -15,7 +15,7 @@ export const SESSION_TTL_MS = 14 * 86_400_000;
 export const INVITE_PATH = '/invite';
 
 // Invite and session tokens carry 256 random bits: a fast hash is enough to keep them unreadable at rest.
-const hashToken = (token: string) => createHash('sha256').update(token).digest('base64url');
+const hashToken = (token: string) => hash('sha256', token, 'base64url');
 const newToken = () => randomBytes(32).toString('base64url');
 
 export const emailSchema = z.string().trim().toLowerCase().pipe(z.email().max(254));
