@@ -34,7 +34,7 @@ export const LINK_HREF =
  * pattern that rescans the rest of the text for each opener.
  */
 function dropSpans(text: string, open: RegExp, closer: (match: RegExpExecArray) => string): string {
-  // Lowered only when there is a span to drop: most bodies have none.
+  // Lowered only when there is a span to drop: most bodies have none, and a body may be megabytes.
   let lower: string | undefined;
   let out = '';
   let from = 0;
@@ -55,12 +55,11 @@ function dropSpans(text: string, open: RegExp, closer: (match: RegExpExecArray) 
 
 /** Each link as its label, with its target after it where that says more; one pass, like dropSpans. */
 function linksAsText(text: string): string {
-  let lower: string | undefined;
+  const lower = text.toLowerCase();
   let out = '';
   let from = 0;
   LINK_HREF.lastIndex = 0;
   for (let match = LINK_HREF.exec(text); match; match = LINK_HREF.exec(text)) {
-    lower ??= text.toLowerCase();
     const tagEnd = text.indexOf('>', match.index + match[0].length);
     const close = tagEnd === -1 ? -1 : lower.indexOf('</a', tagEnd);
     if (close === -1) break;
