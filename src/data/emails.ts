@@ -63,7 +63,7 @@ const EMAIL_COLUMNS = sql.raw(`r(
   scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text)`);
 
 /** The instant `ms` milliseconds after the epoch: whole microseconds, exact until the year 2255 (a float of seconds would round). */
-const fromEpochMs = (column: string) => `timestamptz 'epoch' + ${column} * interval '1 millisecond'`;
+const fromEpochMs = (column: string) => sql.raw(`timestamptz 'epoch' + ${column} * interval '1 millisecond'`);
 
 /**
  * The rows and the webhook calls their first events (SCHEDULED or QUEUED) owe, in one statement
@@ -79,8 +79,8 @@ export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
         subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, updated_at,
         contact_book_id, contact_id, template_id)
       SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
-        subject, html, text, headers, attachments, message_id, status, ${sql.raw(fromEpochMs('scheduled_ms'))}, ${sql.raw(fromEpochMs('scheduled_ms'))},
-        ${sql.raw(fromEpochMs('send_ms'))}, ${sql.raw(fromEpochMs('created_ms'))}, ${sql.raw(fromEpochMs('created_ms'))},
+        subject, html, text, headers, attachments, message_id, status, ${fromEpochMs('scheduled_ms')}, ${fromEpochMs('scheduled_ms')},
+        ${fromEpochMs('send_ms')}, ${fromEpochMs('created_ms')}, ${fromEpochMs('created_ms')},
         contact_book_id, contact_id, template_id
       FROM jsonb_to_recordset(${JSON.stringify(emails.map(emailRecord))}::jsonb) AS ${EMAIL_COLUMNS}
       RETURNING team_id, id, domain_id, status, scheduled_at, created_at
