@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import PostalMime from 'postal-mime';
 import { FEEDBACK_TAG_HEADER } from '../mail/verp.js';
 
@@ -90,7 +90,7 @@ function originalOf(text: string | null): OriginalMessage {
   };
 }
 
-const fingerprint = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32);
+const fingerprint = (...parts: string[]) => hash('sha256', parts.join('\n'), 'hex').slice(0, 32);
 const STATUS_CODE = /\b([245])\.(\d{1,3})\.(\d{1,3})\b/;
 
 function parseDsn(status: string, original: string | null): Report | null {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { findEmailForFeedback } from '../data/emails.js';
 import { recordEvents, type EventDeps, type EventInput } from '../events/apply-events.js';
 
@@ -19,4 +19,4 @@ export const recordOpen = (deps: EventDeps, emailId: string, reader: Reader) =>
 
 /** The first click on each link of an email. */
 export const recordClick = (deps: EventDeps, emailId: string, url: string, reader: Reader) =>
-  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, ...reader }, dedupeKey: `click:${createHash('sha256').update(url).digest('hex').slice(0, 32)}` });
+  recordTracking(deps, emailId, { status: 'CLICKED', data: { url, ...reader }, dedupeKey: `click:${hash('sha256', url, 'hex').slice(0, 32)}` });

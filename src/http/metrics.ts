@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { ApiError } from '../errors.js';
@@ -20,7 +20,7 @@ function routeOf(c: Context): string {
   return UNMATCHED_ROUTE;
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
+const digest = (text: string) => hash('sha256', text, 'buffer');
 
 /**
  * Counts and times every request by route template, when METRICS_TOKEN is set (else it only passes

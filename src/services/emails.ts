@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import type { EmailStatus, StoredAttachment } from '../db/schema.js';
@@ -201,7 +201,7 @@ const acceptedMail = perDatabase(
  */
 const storeAccepted = (deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]) => acceptedMail(deps.db, deps.dbKind).add(rows);
 
-const requestHash = (kind: string, inputs: EmailInput[]) => createHash('sha256').update(JSON.stringify({ kind, inputs })).digest('hex');
+const requestHash = (kind: string, inputs: EmailInput[]) => hash('sha256', JSON.stringify({ kind, inputs }), 'hex');
 
 /**
  * Stores the emails, all or none; the dispatcher sends them. With an Idempotency-Key the same
@@ -243,11 +243,11 @@ async function createEmails<R>(
     return response;
   }
   const stored = await deps.db.transaction().execute(async (tx) => {
-    const hash = requestHash(request.kind, request.inputs);
-    const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: hash, response, now });
+    const bodyHash = requestHash(request.kind, request.inputs);
+    const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: bodyHash, response, now });
     if (!taken) {
       const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
-      if (first.request_hash !== hash) {
+      if (first.request_hash !== bodyHash) {
         throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
       }
       return first.response as R;
