@@ -73,6 +73,31 @@ describe('forged feedback changes nothing', () => {
     expect(await team.suppression(recipient)).toMatchObject({ reason: 'COMPLAINT' });
   });
 
+  it('a report quoting genuine signed headers of one email under a second Message-ID of another changes neither', async () => {
+    // The attacker received one signed email of the domain, and knows the Message-ID of another.
+    const attacker = 'attacker@receiver.example';
+    const victim = 'victim@receiver.example';
+    const own = await team.send(attacker);
+    const target = await team.send(victim);
+    const metrics = await reputation();
+    const genuine = without(own.sent.raw, 'X-Mailroom-Feedback').toString('utf8');
+    const targetId = `Message-ID: <${target.emailId}@${team.domain.name}>\r\n`;
+    const ownId = /^Message-ID: .*\r\n/im.exec(genuine)![0];
+    const forgeries = {
+      'a second Message-ID above the signed one': targetId + genuine,
+      'a second Message-ID below the signed one': genuine.replace(/\r\n\r\n/, `\r\n${targetId}\r\n`),
+      'the signed Message-ID moved below a forged one': targetId + genuine.replace(ownId, '').replace(/\r\n\r\n/, `\r\n${ownId}\r\n`),
+    };
+    for (const [how, raw] of Object.entries(forgeries)) {
+      const quoted: Sent = { raw: Buffer.from(raw), returnPath: 'attacker@evil.example' };
+      expect(await env.report(fbl(), yahooArf(quoted, { recipient: victim })), how).toMatchObject({ accepted: true });
+      expect(await env.report(fbl(), gmailDsn(quoted, { ...HARD_BOUNCE, recipient: victim })), how).toMatchObject({ accepted: true });
+      expect(await env.report(fbl(), yahooArf(quoted, { recipient: attacker })), how).toMatchObject({ accepted: true });
+    }
+    await expectUntouched(target.emailId, victim, metrics);
+    await expectUntouched(own.emailId, attacker, metrics);
+  });
+
   it('a DSN naming someone who was not a recipient of the email changes nothing', async () => {
     const recipient = 'real@receiver.example';
     const { emailId, sent } = await team.send(recipient);

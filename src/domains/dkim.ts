@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, generateKeyPair, sign, verify, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { newId } from '../ids.js';
+import { parseHeaderFields, type HeaderField } from '../mail/header-fields.js';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
 
@@ -28,8 +29,6 @@ const SIGNED_HEADERS = [
   'from', 'sender', 'reply-to', 'to', 'cc', 'subject', 'date', 'message-id', 'in-reply-to', 'references',
   'mime-version', 'content-type', 'content-transfer-encoding', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
 ];
-
-type HeaderField = { name: string; raw: string };
 
 /**
  * Signs messages for one domain (RFC 6376, rsa-sha256, relaxed/relaxed). Built once per domain:
@@ -86,17 +85,6 @@ export class DkimSigner {
   }
 }
 
-function parseHeaderFields(block: string): HeaderField[] {
-  const fields: HeaderField[] = [];
-  for (const line of block.split('\r\n')) {
-    if (line === '') continue;
-    const last = fields[fields.length - 1];
-    if (/^[ \t]/.test(line) && last) last.raw += `\r\n${line}`;
-    else fields.push({ name: line.slice(0, line.indexOf(':')).trim().toLowerCase(), raw: line });
-  }
-  return fields;
-}
-
 function relaxedHeader(raw: string): string {
   const colon = raw.indexOf(':');
   const value = raw.slice(colon + 1).replace(/\r\n/g, '').replace(/[ \t]+/g, ' ').trim();
@@ -139,12 +127,14 @@ export function tagList(value: string): Map<string, string> {
 }
 
 /**
- * Whether a header block carries a valid DKIM signature made with this domain's key, checked over
- * the signed header fields (rsa-sha256 with relaxed header canonicalisation, as DkimSigner writes
- * them). The body hash is not checked: reports often quote only the headers, and the signature
- * over the headers alone proves that they, Message-ID included, were signed with our key.
+ * The header fields a valid DKIM signature made with this domain's key covers in a header block,
+ * or null when no such signature is there. It is checked over the signed header fields
+ * (rsa-sha256 with relaxed header canonicalisation, as DkimSigner writes them); the body hash is
+ * not checked: reports often quote only the headers. What the signature proves is only what it
+ * covers, so a caller reads its facts from these fields, never from the block at large, where a
+ * second instance of a field may stand above the signed one.
  */
-export function verifyHeaderSignature(headerBlock: string, key: { domain: string; selector: string; publicKey: string }): boolean {
+export function signedHeaderFields(headerBlock: string, key: { domain: string; selector: string; publicKey: string }): HeaderField[] | null {
   const fields = parseHeaderFields(headerBlock.replace(/\r?\n/g, '\r\n'));
   for (const field of fields.filter((f) => f.name === 'dkim-signature')) {
     const tags = tagList(field.raw.slice(field.raw.indexOf(':') + 1));
@@ -159,10 +149,10 @@ export function verifyHeaderSignature(headerBlock: string, key: { domain: string
     const data = signed.map((f) => `${relaxedHeader(f.raw)}\r\n`).join('') + relaxedHeader(field.raw.replace(/([:;]\s*b\s*=)[^;]*/, '$1'));
     try {
       const publicKey = createPublicKey({ key: Buffer.from(key.publicKey, 'base64'), format: 'der', type: 'spki' });
-      if (verify('sha256', Buffer.from(data, 'latin1'), publicKey, Buffer.from(tags.get('b')!, 'base64'))) return true;
+      if (verify('sha256', Buffer.from(data, 'latin1'), publicKey, Buffer.from(tags.get('b')!, 'base64'))) return signed;
     } catch {
       // A malformed key or signature proves nothing.
     }
   }
-  return false;
+  return null;
 }

@@ -1,14 +1,15 @@
 import type { Config } from '../config.js';
 import { domainNameExists } from '../data/domains.js';
 import type { Deps } from '../deps.js';
-import { verifyHeaderSignature } from '../domains/dkim.js';
+import { signedHeaderFields } from '../domains/dkim.js';
 import { findEmailForFeedback, type FeedbackEmail } from '../data/emails.js';
 import type { EmailStatus } from '../db/schema.js';
 import { recordEvents, type EventDeps, type EventInput } from '../events/apply-events.js';
 import { addressOf } from '../mail/address.js';
 import { parseFeedbackTag, parseVerp, returnPathHost, type TaggedEmail, type VerpAddress } from '../mail/verp.js';
 import { unsubscribe } from '../services/subscriptions.js';
-import type { DsnRecipient, Report } from './reports.js';
+import { fieldValue } from '../mail/header-fields.js';
+import { angleAddress, type DsnRecipient, type Report } from './reports.js';
 
 export type FeedbackDeps = EventDeps & Pick<Deps, 'tokens'> & { config: EventDeps['config'] & Pick<Config, 'returnPathSubdomain'> };
 
@@ -43,8 +44,9 @@ export async function resolveInboundRecipient(deps: FeedbackDeps, address: strin
  * The email a report is about, believed only with proof that the sender of the report holds mail
  * we sent: the tagged VERP address it came to; or else (mail to the feedback-loop address) the
  * tagged return path or feedback header the quoted original carries, or the quoted original's
- * header block bearing a DKIM signature made with the domain's key. A Message-ID alone proves
- * nothing: it is no secret.
+ * header block bearing a DKIM signature made with the domain's key over its Message-ID. A
+ * Message-ID alone proves nothing: it is no secret. A quoted block that repeats a field
+ * attribution reads proves nothing either (reports.ts reads none of it).
  */
 async function attribute(deps: FeedbackDeps, to: VerpAddress, report: Report): Promise<FeedbackEmail | null> {
   if (to.kind !== 'fbl') return emailOfTagged(deps, to, to.host);
@@ -55,9 +57,11 @@ async function attribute(deps: FeedbackDeps, to: VerpAddress, report: Report): P
   const { messageId, headers } = report.original;
   if (!messageId?.includes('@') || !headers) return null;
   const email = await emailAt(deps, messageId.slice(0, messageId.lastIndexOf('@')), to.host);
-  if (email?.message_id !== `<${messageId}>` || !email.dkim_selector || !email.dkim_public_key) return null;
-  const signedByUs = verifyHeaderSignature(headers, { domain: email.domain_name!, selector: email.dkim_selector, publicKey: email.dkim_public_key });
-  return signedByUs ? email : null;
+  if (!email?.dkim_selector || !email.dkim_public_key) return null;
+  const signed = signedHeaderFields(headers, { domain: email.domain_name!, selector: email.dkim_selector, publicKey: email.dkim_public_key });
+  // The Message-ID that names the email must be the very field the signature covers.
+  const signedMessageIds = signed?.filter((field) => field.name === 'message-id').map((field) => angleAddress(fieldValue(field))) ?? [];
+  return signedMessageIds.length === 1 && `<${signedMessageIds[0]}>` === email.message_id ? email : null;
 }
 
 const recipientsOf = (email: FeedbackEmail) =>

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import PostalMime from 'postal-mime';
+import { fieldValue, parseHeaderFields } from '../mail/header-fields.js';
 import { FEEDBACK_TAG_HEADER } from '../mail/verp.js';
 
 /**
@@ -20,9 +21,10 @@ export type DsnRecipient = {
 
 /**
  * What the report quotes of the message it is about: how it is attributed, and the quoted header
- * block itself, whose DKIM signature can prove the message was ours.
+ * block itself, whose DKIM signature can prove the message was ours. `repeated` names the fields
+ * attribution reads that the block holds more than once: such a block attributes nothing.
  */
-export type OriginalMessage = { messageId: string | null; returnPath: string | null; feedbackTag: string | null; headers: string | null };
+export type OriginalMessage = { messageId: string | null; returnPath: string | null; feedbackTag: string | null; headers: string | null; repeated: string[] };
 
 export type Report =
   | { kind: 'dsn'; reportingMta: string | null; recipients: DsnRecipient[]; original: OriginalMessage; fingerprint: string }
@@ -69,6 +71,9 @@ function fieldGroups(text: string): Fields[] {
 
 const first = (fields: Fields | undefined, name: string) => fields?.get(name)?.[0] ?? null;
 
+/** What stands between angle brackets (`<id@host>`), or the whole value when it has none. */
+export const angleAddress = (value: string | null) => value?.match(/<([^<>]+)>/)?.[1] ?? value?.trim() ?? null;
+
 /** `rfc822; user@example.com` (and `<user@example.com>`) to the bare address. */
 function addressField(value: string | null): string | null {
   if (!value) return null;
@@ -76,17 +81,28 @@ function addressField(value: string | null): string | null {
   return address.includes('@') ? address : null;
 }
 
+// The fields a report is attributed by. A block with two of one of them could show one to the
+// reader and another to the signature check (which takes the bottom-most, RFC 6376 §5.4.2).
+const ATTRIBUTING = ['message-id', 'return-path', 'from', 'to', FEEDBACK_TAG_HEADER.toLowerCase()];
+const NO_ORIGINAL: OriginalMessage = { messageId: null, returnPath: null, feedbackTag: null, headers: null, repeated: [] };
+
 /** The header block of a quoted message (a message/rfc822 part, or just its headers). */
 function originalOf(text: string | null): OriginalMessage {
-  if (!text) return { messageId: null, returnPath: null, feedbackTag: null, headers: null };
+  if (!text) return NO_ORIGINAL;
   const headerBlock = text.split(/\r?\n\r?\n/, 1)[0] ?? '';
-  const [fields] = fieldGroups(headerBlock);
-  const angle = (value: string | null) => value?.match(/<([^<>]+)>/)?.[1] ?? value?.trim() ?? null;
+  const fields = parseHeaderFields(headerBlock.replace(/\r?\n/g, '\r\n'));
+  const repeated = ATTRIBUTING.filter((name) => fields.filter((field) => field.name === name).length > 1);
+  if (repeated.length > 0) return { ...NO_ORIGINAL, repeated };
+  const value = (name: string) => {
+    const field = fields.find((f) => f.name === name);
+    return field ? fieldValue(field) : null;
+  };
   return {
-    messageId: angle(first(fields, 'message-id')),
-    returnPath: angle(first(fields, 'return-path')),
-    feedbackTag: first(fields, FEEDBACK_TAG_HEADER.toLowerCase()),
+    messageId: angleAddress(value('message-id')),
+    returnPath: angleAddress(value('return-path')),
+    feedbackTag: value(FEEDBACK_TAG_HEADER.toLowerCase()),
     headers: headerBlock,
+    repeated,
   };
 }
 
