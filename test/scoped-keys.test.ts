@@ -95,6 +95,31 @@ describe('a key scoped to a domain reaches nothing of another domain', () => {
     await ok(scoped, 'POST', `/v1/contactBooks/${mine.id}/contacts`, { email: 'joiner@example.org' });
   });
 
+  it('double opt-in: every write to a book confirming from the other domain, to the book or to its contacts, is 403 and changes nothing', async () => {
+    const theirs = await ok(full, 'POST', '/v1/contactBooks', { name: 'Theirs too', doubleOptInEnabled: true, doubleOptInFrom: `join@${other.name}` });
+    const contacts = `/v1/contactBooks/${theirs.id}/contacts`;
+    const { contactId } = await ok(full, 'POST', contacts, { email: 'member@example.org', firstName: 'Mem' });
+    await ok(full, 'PUT', `${contacts}/member-2`, { email: 'member2@example.org' });
+    const state = async () => ({ book: await ok(full, 'GET', `/v1/contactBooks/${theirs.id}`), contacts: await ok(full, 'GET', contacts), counts: await counts() });
+    const before = await state();
+
+    await expectForbidden('PATCH', `/v1/contactBooks/${theirs.id}`, { key: scoped, body: { name: 'Renamed' } }, 'rename the book');
+    await expectForbidden('PATCH', `/v1/contactBooks/${theirs.id}`, { key: scoped, body: { doubleOptInEnabled: false } }, 'turn its double opt-in off');
+    await expectForbidden('PATCH', `/v1/contactBooks/${theirs.id}`, { key: scoped, body: { doubleOptInFrom: `join@${own.name}` } }, 'move its confirmations to its own domain');
+    await expectForbidden('DELETE', `/v1/contactBooks/${theirs.id}`, { key: scoped }, 'delete the book');
+    await expectForbidden('PATCH', `${contacts}/${contactId}`, { key: scoped, body: { firstName: 'Changed' } }, 'patch a contact');
+    await expectForbidden('PATCH', `${contacts}/member2@example.org`, { key: scoped, body: { subscribed: false } }, 'patch a contact by address');
+    await expectForbidden('PUT', `${contacts}/member-2`, { key: scoped, body: { email: 'member2@example.org', lastName: 'Changed' } }, 'put over a contact');
+    await expectForbidden('POST', contacts, { key: scoped, body: { email: 'member@example.org', lastName: 'Changed' } }, 'post over a contact');
+    await expectForbidden('DELETE', `${contacts}/${contactId}`, { key: scoped }, 'delete a contact');
+    await expectForbidden('DELETE', `${contacts}/bulk`, { key: scoped, body: { contactIds: [contactId, 'member-2'] } }, 'bulk delete');
+    await expectForbidden('POST', `${contacts}/bulk`, { key: scoped, body: [{ email: 'member@example.org', lastName: 'Changed' }] }, 'bulk update');
+    expect(await state()).toEqual(before);
+
+    // Reading it stays allowed: the scope bounds what a key changes and sends.
+    expect(await ok(scoped, 'GET', contacts)).toEqual(before.contacts);
+  });
+
   it('emails: it cannot send from, read, list, cancel or reschedule mail of the other domain', async () => {
     const email = (domain: string) => ({ from: `hello@${domain}`, to: 'reader@example.org', subject: 'Hi', html: '<p>Hi</p>', scheduledAt: FUTURE() });
     const theirs = await ok(full, 'POST', '/v1/emails', email(other.name));

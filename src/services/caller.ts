@@ -1,8 +1,11 @@
+import type { Db } from '../db/connection.js';
+import { findDomainSummary } from '../data/domains.js';
 import { ApiError } from '../errors.js';
+import { addressOf, domainOf } from '../mail/address.js';
 
 /**
  * Who asks: a team, through a key that may be scoped to one of its domains. Every service of a
- * team's resources takes it, and the two checks below are the only places a scope is enforced.
+ * team's resources takes it, and the checks below are the only places a scope is enforced.
  */
 export type Caller = { teamId: number; domainId: number | null };
 
@@ -16,4 +19,16 @@ export function assertDomainInScope(caller: Caller, domainId: number | null, act
 /** Refuses a key scoped to a domain for what belongs to the whole team. */
 export function assertTeamWide(caller: Caller, reason: string): void {
   if (caller.domainId !== null) throw new ApiError('FORBIDDEN', `This API key is scoped to domain ${caller.domainId}; ${reason}`);
+}
+
+/**
+ * Refuses a key scoped to a domain for any write to a book whose double opt-in mails its
+ * confirmations from another domain: the book and its contacts (each added contact is mailed from
+ * there) are that domain's to change.
+ */
+export async function assertBookInScope(db: Db, caller: Caller, book: { double_opt_in_enabled: boolean; double_opt_in_from: string | null }): Promise<void> {
+  if (caller.domainId === null || !book.double_opt_in_enabled || !book.double_opt_in_from) return;
+  const name = domainOf(addressOf(book.double_opt_in_from));
+  const domain = await findDomainSummary(db, caller.teamId, { name });
+  assertDomainInScope(caller, domain?.id ?? null, `change a contact book, or its contacts, whose confirmations are sent from ${name}`);
 }

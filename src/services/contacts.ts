@@ -6,7 +6,7 @@ import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, 
 import { normalizeEmail } from '../mail/address.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newSortableId } from '../ids.js';
-import type { Caller } from './caller.js';
+import { assertBookInScope, type Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
 import { perDatabase } from './recent-reads.js';
 
@@ -121,20 +121,22 @@ function changedFields(current: ContactFields, input: ContactInput): ContactFiel
 
 /**
  * Runs `work` in one transaction with the book locked, or answers 404 exactly as for a missing book
- * when it is another team's. The unique indexes are what reject a taken address (or an id a
+ * when it is another team's, and 403 when the caller's key may not change it. The unique indexes are what reject a taken address (or an id a
  * concurrent request just created): their violation is the caller's 409, not a 500.
  */
 async function inBook<T>(
   deps: ContactDeps,
-  target: { teamId: number; bookId: string; lock: BookLock; email?: string },
+  target: { caller: Caller; bookId: string; lock: BookLock; email?: string },
   work: (tx: Db, book: Book, queued: Queued) => Promise<T>,
 ): Promise<T> {
-  const { teamId, bookId, lock, email } = target;
+  const { caller, bookId, lock, email } = target;
+  const { teamId } = caller;
   const queued: Queued = { emails: 0 };
   try {
     const result = await deps.db.transaction().execute(async (tx) => {
       const book = await contacts.findBookForContacts(tx, teamId, bookId, lock);
       if (!book) throw notFound('Contact book');
+      await assertBookInScope(tx, caller, book);
       return work(tx, book, queued);
     });
     deps.metrics.emailsReached('QUEUED', queued.emails);
@@ -198,7 +200,7 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
     // next time; renaming goes through PATCH or a PUT keyed by id.
     throw invalid('email', `must be the address in the path (${key.email}) when the contact is addressed by email`);
   }
-  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
+  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
     if (current) return update(tx, caller, current, input, { book, queued });
     const email = 'email' in key ? key.email : input.email;
@@ -211,7 +213,7 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
 export async function createContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
   const { teamId } = caller;
   const { contactBookId: bookId, contact: input } = request;
-  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
+  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
     if (current) return update(tx, caller, current, input, { book, queued });
     return create(tx, caller, book, queued, { id: newSortableId(), email: input.email, input });
@@ -221,7 +223,7 @@ export async function createContact(deps: ContactDeps, caller: Caller, request: 
 export async function updateContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contactId: string; contact: ContactInput }) {
   const { teamId } = caller;
   const { contactBookId: bookId, contactId, contact: input } = request;
-  return inBook(deps, { teamId, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
+  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx) => {
     const current = await contacts.findContact(tx, teamId, bookId, keyOf(contactId), true);
     if (!current) throw notFound('Contact');
     return update(tx, caller, current, input);
@@ -260,17 +262,17 @@ function splitKeys(contactIds: string[]) {
 
 // Deletes take the book's shared lock too: a bulk upsert, which locks the book exclusively before
 // its contacts, then never waits on contacts a delete holds (which could deadlock).
-export async function deleteContact(deps: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
-  return inBook(deps, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
-    const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys([contactId]));
+export async function deleteContact(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
+  return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
+    const count = await contacts.deleteContacts(tx, caller.teamId, bookId, splitKeys([contactId]));
     if (count === 0) throw notFound('Contact');
     return { success: true };
   });
 }
 
-export async function bulkDeleteContacts(deps: ContactDeps, { teamId }: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
-  return inBook(deps, { teamId, bookId, lock: 'keyShare' }, async (tx) => {
-    const count = await contacts.deleteContacts(tx, teamId, bookId, splitKeys(contactIds));
+export async function bulkDeleteContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
+  return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
+    const count = await contacts.deleteContacts(tx, caller.teamId, bookId, splitKeys(contactIds));
     return { success: true, count };
   });
 }
@@ -307,7 +309,7 @@ export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { co
     else errors.push({ index, email: row.email, message: row.message });
   });
 
-  const counts = await inBook(deps, { teamId, bookId, lock: 'update' }, async (tx, book, queued) => {
+  const counts = await inBook(deps, { caller, bookId, lock: 'update' }, async (tx, book, queued) => {
     const keys = await contacts.emailKeys(tx, valid.map((row) => row.contact.email));
     const firstIndexOf = new Map<string, number>();
     const unique: Array<{ key: string; contact: ContactInput & { email: string } }> = [];
