@@ -191,7 +191,7 @@ describe('dashboard: campaigns', () => {
     );
     const [answer] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/campaigns/preview')), page.getByRole('button', { name: 'Preview' }).click()]);
     expect(answer.status()).toBe(200);
-    expect(answer.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'");
+    expect(answer.headers()['content-security-policy']).toBe("sandbox; default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'");
     expect(answer.headers()['x-frame-options']).toBe('SAMEORIGIN');
     const frame = page.frameLocator('iframe[name=preview]');
     await frame.locator('#p').waitFor();

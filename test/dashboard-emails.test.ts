@@ -235,7 +235,7 @@ describe('one email', () => {
 
     const body = await page.request.get(`/emails/${id}/body`);
     expect(body.status()).toBe(200);
-    expect(body.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'");
+    expect(body.headers()['content-security-policy']).toBe("sandbox; default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'");
     expect(body.headers()['x-frame-options']).toBe('SAMEORIGIN');
     expect(body.headers()['content-type']).toBe('text/html; charset=utf-8');
     expect(await body.text()).toContain('<script>');

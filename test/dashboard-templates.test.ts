@@ -120,7 +120,7 @@ describe('dashboard: templates', () => {
     expect(await page.frameLocator('iframe.email-body').locator('b').textContent()).toBe('x');
     expect(dialogs.filter((dialog) => dialog.startsWith('alert'))).toEqual([]);
     const body = await person.context.request.get(`/templates/${id}/body`);
-    expect(body.headers()['content-security-policy']).toBe("default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; frame-ancestors 'self'");
+    expect(body.headers()['content-security-policy']).toBe("sandbox; default-src 'none'; img-src data: https: http:; style-src 'unsafe-inline'; font-src data: https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'");
     expect(body.headers()['x-frame-options']).toBe('SAMEORIGIN');
   });
 

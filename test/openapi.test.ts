@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { apiRoutes } from '../src/api/index.js';
+import { launchBrowser } from './helpers/browser.js';
 import { pathParams, routeName } from './helpers/fixtures.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -74,14 +75,44 @@ describe('docs and health', () => {
     const res = await fetch(`${server.url}/docs`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    const html = await res.text();
-    const references = [...html.matchAll(/(?:href|src|url:)\s*=?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
-    expect(references).toContain('/v1/openapi.json');
-    expect(references.length).toBeGreaterThanOrEqual(3);
-    for (const reference of references) {
+    // What the page and the files it loads refer to: its styles, its scripts, the document they read.
+    const referencesIn = (text: string) => [...text.matchAll(/(?:href|src|url:)\s*=?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+    const references = referencesIn(await res.text());
+    const seen = new Set<string>();
+    while (references.length > 0) {
+      const reference = references.shift()!;
+      if (seen.has(reference)) continue;
+      seen.add(reference);
       const asset = await fetch(new URL(reference, `${server.url}/docs`));
       expect(asset.status, reference).toBe(200);
-      expect((await asset.text()).length, reference).toBeGreaterThan(0);
+      const text = await asset.text();
+      expect(text.length, reference).toBeGreaterThan(0);
+      if (reference.endsWith('start.js')) references.push(...referencesIn(text));
+    }
+    expect(seen).toContain('/v1/openapi.json');
+    expect(seen.size).toBeGreaterThanOrEqual(4);
+  });
+
+  it('GET /docs may not be framed, runs no inline script, posts no form, and still renders every operation under that policy', async () => {
+    const res = await fetch(`${server.url}/docs`);
+    const policy = res.headers.get('content-security-policy') ?? '';
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    for (const directive of ["frame-ancestors 'none'", "form-action 'none'", "script-src 'self'", "default-src 'none'"]) expect(policy).toContain(directive);
+    expect(policy).not.toMatch(/script-src[^;]*unsafe-inline/);
+
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      const refused: string[] = [];
+      page.on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+      });
+      await page.goto(`${server.url}/docs`);
+      await page.locator('.opblock').first().waitFor();
+      expect(await page.locator('.opblock').count()).toBe(apiRoutes.length);
+      expect(refused).toEqual([]);
+    } finally {
+      await browser.close();
     }
   });
 
