@@ -44,6 +44,15 @@ function isAllowEntry(entry: string): boolean {
   return family !== 0 || hostName.safeParse(entry).success;
 }
 
+/** A port (`443`) or a range of ports (`1024-65535`), as WEBHOOK_ALLOWED_PORTS lists them. */
+export function portRange(entry: string): [number, number] | null {
+  const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(entry);
+  if (!match) return null;
+  const low = Number(match[1]);
+  const high = Number(match[2] ?? match[1]);
+  return low >= 1 && low <= high && high <= 65535 ? [low, high] : null;
+}
+
 /** SECRET, and the new secret `secret rotate` takes. */
 export const secretSchema = z.string().min(16, 'must be at least 16 characters');
 
@@ -107,6 +116,11 @@ const envSchema = z.object({
     .transform(list)
     .refine((entries) => entries.every(isAllowEntry), 'must be a comma-separated list of host names, IP addresses or CIDR ranges')
     .default([]),
+  WEBHOOK_ALLOWED_PORTS: z
+    .string()
+    .transform(list)
+    .refine((entries) => entries.length > 0 && entries.every((entry) => portRange(entry) !== null), 'must be a comma-separated list of ports and ranges, such as 80,443,1024-65535')
+    .default(['80', '443', '1024-65535']),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(128),
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
@@ -115,6 +129,7 @@ const envSchema = z.object({
   SMTP_SUBMISSION_TLS_PORT: port(2465),
   SMTP_SUBMISSION_HOST: z.string().min(1).optional(),
   SMTP_SUBMISSION_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  SMTP_LISTENER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
   TLS_CERT_FILE: z.string().min(1).optional(),
   TLS_KEY_FILE: z.string().min(1).optional(),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
@@ -187,6 +202,8 @@ export type Config = {
   webhookAutoDisableAfter: number;
   /** Destinations the address guard lets through although they are not public: hosts, IPs, CIDRs. */
   webhookAllowedHosts: string[];
+  /** The ports a webhook URL may name: the well-known ports of other services are refused. */
+  webhookAllowedPorts: string[];
   /** Calls in flight at once per process; one webhook takes at most half of them. */
   webhookConcurrency: number;
   webhookPollMs: number;
@@ -199,6 +216,8 @@ export type Config = {
   submissionTlsPort: number | null;
   submissionHost: string;
   submissionMaxBytes: number;
+  /** The longest one session of the inbound and submission listeners may last; their command deadlines are shorter. */
+  smtpListenerSessionTimeoutMs: number;
   /** PEM files of the submission listeners' certificate; null: a self-signed one kept in DATA_DIR. */
   tls: { certFile: string; keyFile: string } | null;
   /** How long a stop (SIGTERM) may drain before the process exits anyway, leaving its claims to be taken over. */
@@ -272,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookMaxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
     webhookAutoDisableAfter: e.WEBHOOK_AUTO_DISABLE_AFTER,
     webhookAllowedHosts: e.WEBHOOK_ALLOWED_HOSTS,
+    webhookAllowedPorts: e.WEBHOOK_ALLOWED_PORTS,
     webhookConcurrency: e.WEBHOOK_CONCURRENCY,
     webhookPollMs: e.WEBHOOK_POLL_MS,
     retentionDays: e.RETENTION_DAYS,
@@ -280,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     submissionTlsPort: e.SMTP_SUBMISSION_TLS_PORT === 0 ? null : e.SMTP_SUBMISSION_TLS_PORT,
     submissionHost: e.SMTP_SUBMISSION_HOST ?? e.HOST,
     submissionMaxBytes: e.SMTP_SUBMISSION_MAX_BYTES,
+    smtpListenerSessionTimeoutMs: e.SMTP_LISTENER_SESSION_TIMEOUT_MS,
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: path.resolve(e.TLS_CERT_FILE), keyFile: path.resolve(e.TLS_KEY_FILE) } : null,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     metricsToken: e.METRICS_TOKEN ?? null,

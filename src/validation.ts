@@ -23,6 +23,13 @@ z.config({
         return `must be one of: ${issue.values.map((v) => String(v)).join(', ')}`;
       case 'invalid_format':
         return issue.format === 'regex' ? undefined : `must be a valid ${issue.format}`;
+      case 'invalid_union': {
+        // A value one of several shapes may take (an address or a list of them): the one shape
+        // its type matched says what is wrong with it, "must be at most 50 items", not "Invalid input".
+        const matched = issue.errors.filter((problems) => !problems.some((problem) => problem.code === 'invalid_type' && problem.path.length === 0));
+        const problems = matched.length === 1 ? matched[0]! : [];
+        return problems.length === 1 && problems[0]!.path.length === 0 ? problems[0]!.message : undefined;
+      }
       default:
         return undefined;
     }
@@ -36,14 +43,45 @@ export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix?: st
   });
 }
 
-export function validationError(details: ErrorDetail[]): ApiError {
-  const summary = details.map((d) => (d.path === '(body)' ? d.message : `${d.path} ${d.message}`)).join('; ');
-  return new ApiError('VALIDATION_ERROR', `Invalid request: ${summary}`, details);
+// A hundred problems say what is wrong with a request; a million would cost more to write and to
+// send than the request cost to make.
+export const MAX_DETAILS = 100;
+
+/**
+ * The refusal naming each problem, the first MAX_DETAILS of them when there are more. `code` is
+ * the door's word for it: an entrance other than the API may call a value over a limit otherwise.
+ */
+export function validationError(details: ErrorDetail[], code: 'VALIDATION_ERROR' | 'PAYLOAD_TOO_LARGE' = 'VALIDATION_ERROR'): ApiError {
+  const shown = details.slice(0, MAX_DETAILS);
+  const summary = shown.map((d) => (d.path === '(body)' ? d.message : `${d.path} ${d.message}`)).join('; ');
+  const more = details.length > shown.length ? `; and ${details.length - shown.length} more` : '';
+  return new ApiError(code, `Invalid request: ${summary}${more}`, shown);
 }
 
-/** Parses with the schema or throws a 400 naming every bad field. */
-export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, prefix?: string): z.output<T> {
+/**
+ * Parses with the schema or throws a 400 naming every bad field. With `overLimit`, a value over
+ * one of the schema's limits (a string, list or record too long) is refused with that code instead.
+ */
+export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, prefix?: string, overLimit?: 'PAYLOAD_TOO_LARGE'): z.output<T> {
   const result = schema.safeParse(value);
-  if (!result.success) throw validationError(issuesToDetails(result.error.issues, prefix));
-  return result.data;
+  if (result.success) return result.data;
+  const { issues } = result.error;
+  throw validationError(issuesToDetails(issues, prefix), overLimit && issues.some((issue) => issue.code === 'too_big') ? overLimit : 'VALIDATION_ERROR');
 }
+
+/**
+ * A record of at most `max` entries, counted before any key or value is parsed: a body naming a
+ * hundred thousand headers costs one count and one problem, not a check and an issue per entry.
+ */
+export function boundedRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(key: K, value: V, max: number, noun: string) {
+  return z.preprocess((input, ctx) => {
+    if (entriesExceed(input, max)) {
+      ctx.issues.push({ code: 'too_big', origin: 'object', maximum: max, inclusive: true, input, message: `must have at most ${max} ${noun}` });
+    }
+    return input;
+  }, z.record(key, value).meta({ maxProperties: max }));
+}
+
+/** Whether a plain object has more than `max` keys. */
+const entriesExceed = (input: unknown, max: number) =>
+  typeof input === 'object' && input !== null && !Array.isArray(input) && Object.keys(input).length > max;

@@ -1,8 +1,9 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRoutes } from '../src/api/index.js';
 import { setTeamRateLimit } from '../src/services/teams.js';
 import { expectApiError, expectRouteError, routeHasLegacyErrors } from './helpers/api-error.js';
+import { requestFrom as requestFromAddress } from './helpers/client-address.js';
+import { roomInThisMinute } from './helpers/clock-minute.js';
 import { absentId, fillPath, pathParams, routeName } from './helpers/fixtures.js';
 import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 
@@ -14,28 +15,17 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-/** A request from a chosen loopback address (any of 127.0.0.0/8), so tests can be different clients. */
-function requestFrom(localAddress: string, method: string, path: string, key?: string): Promise<CallResult> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(`${server.url}${path}`, { method, localAddress, agent: false, headers: key ? { authorization: `Bearer ${key}` } : {} }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => {
-        const headers = new Headers();
-        for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers.set(name, String(value));
-        resolve({ status: response.statusCode!, headers, body: JSON.parse(text) });
-      });
-    });
-    request.on('error', reject);
-    request.end();
-  });
+/** An API call from a chosen loopback address, so tests can be different clients. */
+async function requestFrom(localAddress: string, method: string, path: string, key?: string): Promise<CallResult> {
+  const answer = await requestFromAddress(localAddress, `${server.url}${path}`, { method, headers: key ? { authorization: `Bearer ${key}` } : {} });
+  return { ...answer, body: JSON.parse(answer.text) };
 }
 const getFrom = (localAddress: string, path: string, key?: string) => requestFrom(localAddress, 'GET', path, key);
 
 describe('guessing keys is throttled per client address', () => {
   it(`after ${FAILURES_PER_MINUTE} failed authentications a client gets 429 with Retry-After, even with a valid key; other clients are not affected`, async () => {
     const { apiKey } = await server.team('Throttled');
+    await roomInThisMinute(15_000);
     const answers = [];
     for (let i = 0; i < FAILURES_PER_MINUTE + 3; i++) answers.push(await getFrom('127.0.0.5', '/v1/domains', `mr_guess${i}`));
     expect(answers.map((a) => a.status)).toEqual([...Array(FAILURES_PER_MINUTE).fill(401), 429, 429, 429]);
@@ -55,9 +45,7 @@ describe('guessing keys is throttled per client address', () => {
 describe('the 429 of a throttled client', () => {
   it('is in the error shape of the route it refuses, on every route under /v1 and /api/v1: the legacy one for contact-book PATCH and DELETE', async () => {
     const { apiKey } = await server.team('Throttled everywhere');
-    // The failures are counted per minute of the clock: start well inside one, so the whole test is.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    await roomInThisMinute(15_000);
     for (let i = 0; i < FAILURES_PER_MINUTE; i++) expect((await getFrom('127.0.0.7', '/v1/domains', `mr_guess${i}`)).status).toBe(401);
     let legacy = 0;
     for (const route of apiRoutes) {

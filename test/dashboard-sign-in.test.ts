@@ -53,6 +53,17 @@ describe('dashboard sign-in', () => {
     await context.close();
   });
 
+  it('a password among the most common is refused on the invite page with a 400 that says why, whatever its case', async () => {
+    const invite = await inviteUser(server.deps, { teamId, email: 'common@example.test', publicUrl: server.url });
+    for (const common of ['qwertyuiop', '1q2w3e4r5t', 'BasketBall']) {
+      const refused = await fetch(invite.inviteUrl, { method: 'POST', body: new URLSearchParams({ password: common, confirm: common }), redirect: 'manual' });
+      expect(refused.status, common).toBe(400);
+      expect(await refused.text()).toContain('is one of the most common passwords, which are guessed first; choose another');
+    }
+    const chosen = await fetch(invite.inviteUrl, { method: 'POST', body: new URLSearchParams({ password: PASSWORD, confirm: PASSWORD }), redirect: 'manual' });
+    expect(chosen.status).toBe(303);
+  });
+
   it('the session cookie is HttpOnly and SameSite=Lax, and scripts cannot read it', async () => {
     const { context, page } = await signedIn(browser, server, teamId);
     const [cookie] = await context.cookies();

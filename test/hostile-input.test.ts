@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { apiRoutes } from '../src/api/index.js';
 import type { ErrorCode } from '../src/errors.js';
-import { MAX_JSON_DEPTH } from '../src/http/json.js';
+import { MAX_JSON_DEPTH, MAX_JSON_ITEMS } from '../src/http/json.js';
+import { MAX_DETAILS } from '../src/validation.js';
 import type { RouteDef } from '../src/http/route.js';
 import { errorFields, expectApiError, expectLegacyApiError, requestHasLegacyErrors } from './helpers/api-error.js';
 import { createDomain, verifiedDomain } from './helpers/domains.js';
@@ -141,6 +142,78 @@ describe('hostile JSON', () => {
         expectNamed(res, 'content');
       }
     });
+  });
+});
+
+describe('what one request may cost', () => {
+  const json = { 'content-type': 'application/json' };
+  /** JSON text of an array of `count` copies of `item` (JSON text too), built without a million values in memory. */
+  const repeated = (item: string, count: number) => `[${`${item},`.repeat(count - 1)}${item}]`;
+  const onlyDetail = (res: CallResult) => errorFields(res).details;
+
+  it(`a body of more than ${MAX_JSON_ITEMS} array items and object members is refused 413 naming the bound before it is parsed: 8 × 7.5 MB of [{},{},…] to …/contacts/bulk at once, 500,000 contact ids, 500,000 emails; nothing is stored`, async () => {
+    const bookId = await team.id('contactBookId');
+    const bulk = `/v1/contactBooks/${bookId}/contacts/bulk`;
+    const emptyObjects = repeated('{}', 2_500_000);
+    expect(emptyObjects.length).toBeGreaterThan(7_000_000);
+    await refusedWithoutChange(team.teamId, async () => {
+      const answers = [
+        ...(await Promise.all(Array.from({ length: 8 }, () => team.call('POST', bulk, { rawBody: emptyObjects, headers: json })))),
+        await team.call('DELETE', bulk, { rawBody: `{"contactIds":${repeated('"c_1"', 500_000)}}`, headers: json }),
+        await team.call('POST', '/v1/emails/batch', { rawBody: repeated('{}', 500_000), headers: json }),
+      ];
+      for (const res of answers) {
+        expectApiError(res, 413, 'PAYLOAD_TOO_LARGE');
+        expect(res.body.error.message).toContain(`more than ${MAX_JSON_ITEMS} array items and object members`);
+      }
+    });
+  });
+
+  it('the bound on items lets the largest real body through: 10,000 contacts with a dozen properties each', async () => {
+    const { id: bookId } = await ok('POST', '/v1/contactBooks', { name: 'A full import' });
+    const properties = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`property${i}`, `value ${i}`]));
+    const rows = Array.from({ length: 10_000 }, (_, i) => ({ email: `reader${i}@example.org`, firstName: 'Ada', lastName: 'Lovelace', subscribed: true, properties }));
+    const res = await ok('POST', `/v1/contactBooks/${bookId}/contacts/bulk`, rows);
+    expect(res).toMatchObject({ created: 10_000, errors: [] });
+  });
+
+  it('an array longer than its bound is refused by its length alone, never item by item: one detail naming the bound for 150,000 emails, contact ids, contacts or attachments', async () => {
+    const bookId = await team.id('contactBookId');
+    const cases: [string, string, string, { path: string; message: string }][] = [
+      ['POST', '/v1/emails/batch', repeated('{}', 150_000), { path: '(body)', message: 'must be at most 100 items' }],
+      ['DELETE', `/v1/contactBooks/${bookId}/contacts/bulk`, `{"contactIds":${repeated('1', 150_000)}}`, { path: 'contactIds', message: 'must be at most 10000 items' }],
+      ['POST', `/v1/contactBooks/${bookId}/contacts/bulk`, repeated('{}', 150_000), { path: '(body)', message: expect.stringContaining('at most 10000 contacts') }],
+      ['POST', '/v1/emails', `${JSON.stringify(sampleEmail()).slice(0, -1)},"attachments":${repeated('{}', 150_000)}}`, { path: 'attachments', message: 'must be at most 10 items' }],
+    ];
+    await refusedWithoutChange(team.teamId, async () => {
+      for (const [method, path, rawBody, detail] of cases) {
+        const res = await team.call(method, path, { rawBody, headers: json });
+        expectApiError(res, 400, 'VALIDATION_ERROR', `${method} ${path}`);
+        expect(onlyDetail(res), `${method} ${path}`).toStrictEqual([detail]);
+      }
+    });
+  });
+
+  it('headers and template variables over their bound are refused by their count alone: 100,000 malformed names make one detail, not 100,000', async () => {
+    const malformed = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`not a name ${i}`, 'x']));
+    await refusedWithoutChange(team.teamId, async () => {
+      const headers = await team.call('POST', '/v1/emails', { body: sampleEmail({ headers: malformed(100_000) }) });
+      expectApiError(headers, 400, 'VALIDATION_ERROR');
+      expect(onlyDetail(headers)).toStrictEqual([{ path: 'headers', message: 'must have at most 50 headers' }]);
+      const variables = await team.call('POST', '/v1/emails', { body: { ...sampleEmail(), html: undefined, templateId: 'tpl_any', variables: malformed(100_000) } });
+      expectApiError(variables, 400, 'VALIDATION_ERROR');
+      expect(onlyDetail(variables)).toStrictEqual([{ path: 'variables', message: 'must have at most 200 variables' }]);
+    });
+  });
+
+  it(`a refusal names at most ${MAX_DETAILS} problems and says how many more there were`, async () => {
+    const bad = Array.from({ length: 100 }, () => ({ from: '', to: 'reader@example.com', subject: '', html: 5 }));
+    const res = await team.call('POST', '/v1/emails/batch', { body: bad });
+    expectApiError(res, 400, 'VALIDATION_ERROR');
+    const { details, message } = errorFields(res);
+    expect(details).toHaveLength(MAX_DETAILS);
+    expect(details![0]).toStrictEqual({ path: '0.from', message: 'must not be empty' });
+    expect(message).toMatch(/; and 200 more$/);
   });
 });
 
@@ -507,11 +580,14 @@ describe('page security', () => {
   });
 
   it('/docs does not persist the API key in the browser (persistAuthorization: false)', async () => {
-    const res = await fetch(`${server.url}/docs`);
+    const page = await (await fetch(`${server.url}/docs`)).text();
+    const script = /<script src="(\/docs\/start\.js)">/.exec(page)?.[1];
+    expect(script).toBeDefined();
+    const res = await fetch(`${server.url}${script}`);
     expect(res.status).toBe(200);
-    const html = await res.text();
-    expect(html).toMatch(/persistAuthorization\s*:\s*false/);
-    expect(html).not.toMatch(/persistAuthorization\s*:\s*true/);
+    const start = await res.text();
+    expect(start).toMatch(/persistAuthorization\s*:\s*false/);
+    expect(start).not.toMatch(/persistAuthorization\s*:\s*true/);
   });
 });
 

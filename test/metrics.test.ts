@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
+import { requestFrom } from './helpers/client-address.js';
+import { roomInThisMinute } from './helpers/clock-minute.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
@@ -189,5 +191,35 @@ describe('every role serves /metrics', () => {
     } finally {
       await worker.stop();
     }
+  });
+});
+
+describe('guessing the metrics token is throttled per client address, as guessing API keys is', () => {
+  const LIMIT = 5;
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ METRICS_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: String(LIMIT) });
+  });
+  afterAll(() => server?.stop());
+
+  const scrapeFrom = async (address: string, token?: string) => {
+    const answer = await requestFrom(address, `${server.url}/metrics`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+    return { ...answer, body: answer.status === 200 ? answer.text : JSON.parse(answer.text) };
+  };
+
+  it(`after ${LIMIT} wrong or missing tokens an address gets 429 with Retry-After, even with the right token; other addresses still scrape`, async () => {
+    await roomInThisMinute(15_000);
+    const answers = [];
+    for (let i = 0; i < LIMIT - 1; i++) answers.push(await scrapeFrom('127.0.0.61', `wrong-${i}`));
+    answers.push(await scrapeFrom('127.0.0.61'));
+    expect(answers.map((a) => a.status)).toEqual(Array(LIMIT).fill(401));
+
+    const refused = await scrapeFrom('127.0.0.61', TOKEN);
+    expectApiError(refused, 429, 'RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+
+    expect((await scrapeFrom('127.0.0.62', 'wrong')).status).toBe(401);
+    expect((await scrapeFrom('127.0.0.62', TOKEN)).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AllowList, checkWebhookUrl, systemLookup, type Lookup } from '../src/webhooks/address-guard.js';
+import { AllowList, checkWebhookUrl, PortList, systemLookup, type Lookup } from '../src/webhooks/address-guard.js';
 import { parseRetryAfter, RESPONSE_BODY_CAP, WebhookPoster } from '../src/webhooks/post.js';
 import { startDnsServer } from './helpers/dns-server.js';
 import { waitFor } from './helpers/wait.js';
@@ -168,6 +168,17 @@ describe('the guard at delivery', () => {
       ok: false,
       status: null,
       error: '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address',
+    });
+    expect(hook.connections).toBe(0);
+  });
+
+  it('a port the operator closed after the webhook was saved is refused without a connection', async () => {
+    const hook = await receiver((_request, response) => response.end());
+    const post = poster({ allow: new AllowList([]), lookup: async () => ['127.0.0.1'], ports: new PortList(['80', '443']) });
+    expect(await post.post(`http://hooks.example.test:${hook.port}/hook`, headers, body)).toMatchObject({
+      ok: false,
+      status: null,
+      error: `port ${hook.port} may not be called by webhooks (WEBHOOK_ALLOWED_PORTS is 80,443)`,
     });
     expect(hook.connections).toBe(0);
   });

@@ -293,6 +293,8 @@ describe('the SSRF guard', () => {
       ['ftp://files.example.com/x', /must use http or https/],
       ['https://user:pass@hooks.example.com/x', /user name or password/],
       ['not a url', /not valid/],
+      ['http://93.184.216.34:25/x', /port 25 may not be called by webhooks \(WEBHOOK_ALLOWED_PORTS is 80,443,1024-65535\)/],
+      ['https://93.184.216.34:22/x', /port 22 may not be called/],
     ];
     for (const [url, reason] of refusals) {
       const res = await guarded.call('POST', '/v1/webhooks', { key: guardedKey, body: { url } });

@@ -2,8 +2,8 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { invalid } from '../errors.js';
 import { defineRoute } from '../http/route.js';
+import { emailBody, scheduledAt } from '../services/email-body.js';
 import * as service from '../services/emails.js';
-import { OWN_HEADERS, OWN_HEADER_PREFIXES, TRUST_HEADERS, TRUST_HEADER_PREFIXES } from '../mail/headers.js';
 
 const TAG = 'Emails';
 
@@ -12,56 +12,8 @@ export const EMAIL_STATUSES = [
   'OPENED', 'CLICKED', 'CANCELLED', 'FAILED', 'REJECTED', 'SUPPRESSED',
 ] as const;
 const MAX_BATCH = 100;
-const MAX_ATTACHMENTS = 10;
-const MAX_HEADERS = 50;
-const MAX_VARIABLES = 200;
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const ISO_DATE = /^\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d))?$/i;
-
-const addresses = z.union([z.string().max(10_000), z.array(z.string().max(1000)).max(service.MAX_RECIPIENTS)]);
-const scheduledAt = z.string().trim().min(1).max(200);
-
-const headers = z
-  .record(
-    z.string().regex(/^[!-9;-~]{1,100}$/, 'header names are 1 to 100 printable ASCII characters without spaces or colons'),
-    z.string().max(900).regex(/^[^\r\n]*$/, 'header values may not contain line breaks'),
-  )
-  .refine((value) => Object.keys(value).length <= MAX_HEADERS, `must have at most ${MAX_HEADERS} headers`);
-
-const attachment = z.object({
-  filename: z.string().min(1).max(255).regex(/^[^\p{Cc}/\\]+$/u, 'must be a file name without slashes or control characters'),
-  content: z
-    .string()
-    .min(1)
-    .transform((value) => value.replace(/\s+/g, ''))
-    .refine((value) => value.length > 0 && BASE64.test(value), 'must be base64'),
-  contentType: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a MIME type such as application/pdf').max(255).optional(),
-});
-
-export const emailBody = z.object({
-  to: addresses.describe(`One address or an array; comma-separated lists are split. At most ${service.MAX_RECIPIENTS}.`),
-  from: z.string().min(1).max(1000).describe('`addr@domain` or `Name <addr@domain>` on a verified domain of the team'),
-  subject: z.string().min(1).max(998).optional().describe('Required unless `templateId` is given; with it, replaces the template\'s subject'),
-  html: z.string().max(5_000_000).nullable().optional(),
-  text: z.string().max(5_000_000).nullable().optional().describe('Derived from html when absent'),
-  templateId: z.string().min(1).max(128).optional().describe('A template of the team: subject and bodies are rendered from it with `variables` (not with html or text)'),
-  variables: z
-    .record(z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,99}$/, 'variable names start with a letter and hold letters, digits and _'), z.string().max(100_000))
-    .refine((value) => Object.keys(value).length <= MAX_VARIABLES, `must have at most ${MAX_VARIABLES} variables`)
-    .optional()
-    .describe('Values for the template\'s {{name}} placeholders'),
-  inReplyToId: z.string().min(3).max(128).nullable().optional().describe('Another email of the team this one answers: In-Reply-To and References follow its Message-ID'),
-  replyTo: addresses.optional(),
-  cc: addresses.optional(),
-  bcc: addresses.optional().describe('Delivered to, never shown in the message'),
-  headers: headers.optional().describe(
-    `Extra header fields. Not allowed: ${OWN_HEADERS.join(', ')} and names starting with ${OWN_HEADER_PREFIXES.join(', ')} (Mailroom writes those); ` +
-      `${TRUST_HEADERS.join(', ')} and names starting with ${TRUST_HEADER_PREFIXES.join(', ')} (receiving servers write those).`,
-  ),
-  attachments: z.array(attachment).max(MAX_ATTACHMENTS).optional(),
-  scheduledAt: scheduledAt.optional().describe('ISO 8601, or natural language ("tomorrow 9am", "in 2 hours") read in SCHEDULE_TIMEZONE'),
-});
 
 const emailFields = {
   id: z.string(),

@@ -1,4 +1,4 @@
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler, type Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
@@ -23,18 +23,38 @@ export const securityHeaders: MiddlewareHandler = async (c, next) => {
   set('Cache-Control', 'no-store');
 };
 
+/** The most a form's body may hold: bytes, and, where it says, fields. */
+export type FormBound = { bytes: number; fields?: number };
+
 /**
- * Forms are read whole into memory, so their bodies are bounded (MAX_BODY_BYTES) like the API's,
- * before anyone has signed in. A page that takes a file streams it as another type and bounds it itself.
+ * Forms are read whole into memory, so their bodies are bounded (MAX_BODY_BYTES, unless `bound`
+ * says less) like the API's, before anyone has signed in: a declared length over the bound is
+ * refused unread, a chunked body once the bound is passed. With `fields`, the form is read here
+ * (it is then at most `bytes`) and refused when it has more. A page that takes a file streams it
+ * as another type and bounds it itself.
  */
-export function limitForms(deps: Pick<AppDeps, 'config'>): MiddlewareHandler {
+export function limitForms(deps: Pick<AppDeps, 'config'>, bound: FormBound = { bytes: deps.config.maxBodyBytes }): MiddlewareHandler {
+  const { bytes, fields } = bound;
   const limit = bodyLimit({
-    maxSize: deps.config.maxBodyBytes,
+    maxSize: bytes,
     onError: () => {
-      throw new ApiError('PAYLOAD_TOO_LARGE', `The form is larger than the limit of ${deps.config.maxBodyBytes} bytes`);
+      throw new ApiError('PAYLOAD_TOO_LARGE', `The form is larger than the limit of ${bytes} bytes`);
     },
   });
-  return (c, next) => (FORM_TYPES.test(c.req.header('content-type') ?? '') ? limit(c, next) : next());
+  const countFields =
+    fields === undefined
+      ? null
+      : async (c: Context, next: Next) => {
+          const form = await c.req.formData().catch(() => {
+            throw new ApiError('BAD_REQUEST', 'The form could not be read');
+          });
+          if ([...form.keys()].length > fields) throw new ApiError('PAYLOAD_TOO_LARGE', `The form has more than ${fields} fields`);
+          await next();
+        };
+  return (c, next) => {
+    if (!FORM_TYPES.test(c.req.header('content-type') ?? '')) return next();
+    return limit(c, countFields ? () => countFields(c, next) : next);
+  };
 }
 
 /** Any error of a dashboard page as a page: the message next to the navigation, never a stack trace. */

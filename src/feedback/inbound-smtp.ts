@@ -1,4 +1,5 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { parseVerp, type VerpAddress } from '../mail/verp.js';
 import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from './attribution.js';
@@ -6,14 +7,16 @@ import { ClientLimits } from '../smtp/client-limits.js';
 import { listen, MessageCutOff, readMessage, smtpError } from '../smtp/listener-parts.js';
 import { parseReport, type Report } from './reports.js';
 
-export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & { inboundSmtpMaxBytes: number } };
+export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & Pick<Config, 'inboundSmtpMaxBytes' | 'smtpListenerSessionTimeoutMs'> };
 export type InboundListener = { port: number; close(): Promise<void> };
 
 // A report names one message; more of our addresses than this in one transaction is not feedback.
 const MAX_RECIPIENTS = 10;
 const MAX_CLIENTS = 100;
-// A receiving MTA sends its reports over a few connections, a dozen commands per message.
+// A receiving MTA sends its reports over a few connections, a dozen commands per message; a big
+// one sends from several addresses of one network.
 const MAX_CLIENTS_PER_ADDRESS = 10;
+const MAX_CLIENTS_PER_NETWORK = 20;
 const MAX_COMMANDS_PER_SESSION = 1000;
 const SOCKET_TIMEOUT_MS = 60_000;
 
@@ -54,7 +57,14 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
     }
   };
 
-  const limits = new ClientLimits({ perClient: MAX_CLIENTS_PER_ADDRESS, commandsPerSession: MAX_COMMANDS_PER_SESSION });
+  const limits = new ClientLimits({
+    perClient: MAX_CLIENTS_PER_ADDRESS,
+    perNetwork: MAX_CLIENTS_PER_NETWORK,
+    commandsPerSession: MAX_COMMANDS_PER_SESSION,
+    commandMs: SOCKET_TIMEOUT_MS,
+    sessionMs: deps.config.smtpListenerSessionTimeoutMs,
+    maxMessageBytes: deps.config.inboundSmtpMaxBytes,
+  });
   const server: SMTPServer = new SMTPServer({
     banner: 'Mailroom feedback receiver',
     name: options.host,

@@ -16,22 +16,40 @@ function refuseOverLimit(c: Context, decision: RateDecision, message: string): n
 }
 
 /**
- * Resolves the bearer token to its team and key, then charges the team's rate limit. A client
- * address whose requests keep failing authentication is refused with 429 for the rest of the
- * minute before any key is looked up, so keys cannot be guessed or the database flooded for free.
- * A call the key turns out not to be allowed (403) gives its place in the team's limit back.
+ * Failed authentications per client address, AUTH_FAILURES_PER_MINUTE in each minute of the clock:
+ * an address over the limit is refused with 429 for the rest of the minute before any secret is
+ * compared or looked up, so secrets cannot be guessed or the database flooded for free.
  */
-export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { auth: AuthContext } }> {
+export function failedAuthThrottle(deps: Pick<AppDeps, 'config'>, secret: string) {
   const failures = new RateLimiter<string>(60_000);
   const perMinute = deps.config.authFailuresPerMinute;
+  return {
+    /** Refuses an address over the limit; answers the address, to count a failure against. */
+    admit(c: Context): string {
+      const client = getConnInfo(c).remote.address ?? 'unknown';
+      const standing = failures.peek(client, perMinute);
+      if (!standing.allowed) refuseOverLimit(c, standing, `Too many requests with a missing or invalid ${secret} from ${client}; retry after ${standing.resetSeconds} s`);
+      return client;
+    },
+    failed(client: string): void {
+      failures.take(client, perMinute);
+    },
+  };
+}
+
+/**
+ * Resolves the bearer token to its team and key, then charges the team's rate limit. Failed
+ * authentications are throttled per client address (failedAuthThrottle). A call the key turns out
+ * not to be allowed (403) gives its place in the team's limit back.
+ */
+export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { auth: AuthContext } }> {
+  const throttle = failedAuthThrottle(deps, 'API key');
   return async (c, next) => {
-    const client = getConnInfo(c).remote.address ?? 'unknown';
-    const standing = failures.peek(client, perMinute);
-    if (!standing.allowed) refuseOverLimit(c, standing, `Too many requests with a missing or invalid API key from ${client}; retry after ${standing.resetSeconds} s`);
+    const client = throttle.admit(c);
     const match = BEARER.exec(c.req.header('authorization')?.trim() ?? '');
     const auth = match ? await authenticate(deps, match[1]!) : null;
     if (!auth) {
-      failures.take(client, perMinute);
+      throttle.failed(client);
       throw new ApiError('UNAUTHORIZED', match ? 'Invalid API key' : 'Missing or malformed Authorization header: expected "Bearer <api key>"');
     }
     c.set('auth', auth);

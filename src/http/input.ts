@@ -7,12 +7,16 @@ import { parseOrThrow, validationError } from '../validation.js';
 const UNSTORABLE = /[\0\p{Cs}]/u;
 const UNSTORABLE_MESSAGE = 'must be Unicode text without NUL characters or unpaired surrogates';
 
-/** Validates a request's params, query or body against its schema: the one door every entrance's input passes. */
-export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+/**
+ * Validates a request's params, query or body against its schema: the one door every entrance's
+ * input passes. `overLimit`: the code for a value over one of the schema's limits, for an entrance
+ * that answers those apart (SMTP's 552); a 400 VALIDATION_ERROR like every other problem otherwise.
+ */
+export function parseInput<T extends z.ZodType>(schema: T, input: unknown, overLimit?: 'PAYLOAD_TOO_LARGE'): z.output<T> {
   if (!storable(input)) {
     throw validationError(unstorablePaths(input).map((path) => ({ path, message: UNSTORABLE_MESSAGE })));
   }
-  return parseOrThrow(schema, input);
+  return parseOrThrow(schema, input, undefined, overLimit);
 }
 
 /** Whether every string in the value, keys included, is storable; allocates nothing on the way. */

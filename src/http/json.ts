@@ -16,40 +16,61 @@ const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 // No request of this API nests deeper than a few levels; a bound keeps every walk over the body
 // (ours and the schemas') far from the stack's limit.
 export const MAX_JSON_DEPTH = 32;
+// The largest body the API takes, 10,000 contacts with a dozen properties each, holds some 180,000
+// items. Bounding them bounds what JSON.parse builds and how long it takes before any schema can
+// refuse the body: an empty object costs fifty bytes of heap for its three of text.
+export const MAX_JSON_ITEMS = 200_000;
 
-/** Whether the text holds more than `limit` of `{` and `[`, in strings or not: a native indexOf per bracket, no walk. */
-function opensMoreThan(text: string, limit: number): boolean {
+/** Whether the text holds more than `limit` of the characters, in strings or not: a native indexOf per character, no walk. */
+function holdsMoreThan(text: string, chars: string[], limit: number): boolean {
   let count = 0;
-  for (const bracket of ['{', '[']) {
-    for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++count > limit) return true;
+  for (const char of chars) {
+    for (let i = text.indexOf(char); i !== -1; i = text.indexOf(char, i + 1)) if (++count > limit) return true;
   }
   return false;
 }
 
+/** The index of the quote that closes the string opening at `start`, found natively (the text's length when none does). */
+function stringEnd(text: string, start: number): number {
+  for (let i = text.indexOf('"', start + 1); i !== -1; i = text.indexOf('"', i + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(i - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return i;
+  }
+  return text.length;
+}
+
 /**
- * Whether JSON text nests objects and arrays deeper than `limit`; one pass, strings skipped. Most
- * bodies hold too few brackets to nest that deep at all, and are passed without the walk.
+ * Refuses JSON text that nests deeper than MAX_JSON_DEPTH or whose arrays and objects hold more
+ * than MAX_JSON_ITEMS items and members together, before it is parsed; one pass, strings skipped.
+ * Most bodies hold too few brackets and commas to break either bound, and are passed without the walk.
  */
-function nestsDeeperThan(text: string, limit: number): boolean {
-  if (!opensMoreThan(text, limit)) return false;
+function assertWithinBounds(text: string): void {
+  if (!holdsMoreThan(text, ['{', '['], MAX_JSON_DEPTH) && !holdsMoreThan(text, [',', '{', '['], MAX_JSON_ITEMS)) return;
   let depth = 0;
-  let inString = false;
+  let items = 0;
+  let opened = false;
   for (let i = 0; i < text.length; i++) {
     const char = text.charCodeAt(i);
-    if (inString) {
-      if (char === 0x5c) i++;
-      else if (char === 0x22) inString = false;
-    } else if (char === 0x22) inString = true;
+    if (char === 0x20 || char === 0x0a || char === 0x0d || char === 0x09) continue;
+    // An array's or object's first item; each further one follows a comma.
+    if (opened && char !== 0x5d && char !== 0x7d) items++;
+    opened = false;
+    if (char === 0x22) i = stringEnd(text, i);
     else if (char === 0x7b || char === 0x5b) {
-      if (++depth > limit) return true;
+      if (++depth > MAX_JSON_DEPTH) throw new ApiError('BAD_REQUEST', `Malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
+      opened = true;
     } else if (char === 0x7d || char === 0x5d) depth--;
+    else if (char === 0x2c) items++;
+    if (items > MAX_JSON_ITEMS) {
+      throw new ApiError('PAYLOAD_TOO_LARGE', `Request body holds more than ${MAX_JSON_ITEMS} array items and object members; split it into smaller requests`);
+    }
   }
-  return false;
 }
 
 /**
  * Reads a JSON request body. An empty body reads as `{}` (clients send no body for calls whose
- * fields are all optional); a non-empty one must say it is JSON and be well-formed.
+ * fields are all optional); a non-empty one must say it is JSON, be well-formed and within the bounds above.
  */
 export async function readJsonBody(c: Context): Promise<unknown> {
   const text = await c.req.text();
@@ -57,9 +78,7 @@ export async function readJsonBody(c: Context): Promise<unknown> {
   if (!JSON_CONTENT_TYPE.test(c.req.header('content-type') ?? '')) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be JSON (Content-Type: application/json)');
   }
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new ApiError('BAD_REQUEST', `Malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`);
-  }
+  assertWithinBounds(text);
   try {
     return JSON.parse(text);
   } catch (error) {

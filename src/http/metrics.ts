@@ -2,7 +2,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { ApiError } from '../errors.js';
-import { BEARER } from './auth.js';
+import { BEARER, failedAuthThrottle } from './auth.js';
 import type { AppDeps } from './deps.js';
 
 /** The route label of requests no route serves: their paths are the caller's to choose, so unbounded. */
@@ -39,6 +39,7 @@ export function requestMetrics(deps: Pick<AppDeps, 'config' | 'metrics'>): Middl
 /**
  * GET /metrics, in Prometheus text format, to the bearer of METRICS_TOKEN alone, outside the API
  * and its keys. Without the token it serves nothing: /metrics is then the 404 of any unknown path.
+ * Wrong tokens are throttled per client address as wrong API keys are.
  */
 export function metricsRoute(deps: Pick<AppDeps, 'config' | 'metrics'>): Hono {
   const route = new Hono();
@@ -47,9 +48,12 @@ export function metricsRoute(deps: Pick<AppDeps, 'config' | 'metrics'>): Hono {
   const { metrics } = deps;
   // Digests compare in constant time whatever the lengths, and take no time that tells the length.
   const expected = digest(metricsToken);
+  const throttle = failedAuthThrottle(deps, 'metrics token');
   route.get('/', async (c) => {
+    const client = throttle.admit(c);
     const token = BEARER.exec(c.req.header('authorization')?.trim() ?? '')?.[1];
     if (token === undefined || !timingSafeEqual(digest(token), expected)) {
+      throttle.failed(client);
       throw new ApiError('UNAUTHORIZED', 'Missing or wrong metrics token: expected "Authorization: Bearer <METRICS_TOKEN>"');
     }
     return c.body(await metrics.render(), 200, { 'Content-Type': metrics.contentType });

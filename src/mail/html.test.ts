@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEntities, escapeHtml, htmlToText } from './html.js';
+import { onAThread } from '../../test/helpers/on-a-thread.js';
+import { decodeEntities, escapeHtml, htmlToText, TEXT_FROM_HTML_MAX } from './html.js';
 
 describe('escapeHtml', () => {
   it('escapes the five characters that can break out of content or a quoted attribute', () => {
@@ -139,15 +140,32 @@ describe('htmlToText', () => {
 });
 
 describe('htmlToText on hostile html', () => {
-  // Each of these once cost a scan of the rest of the text per opener: quadratic, minutes for a
-  // body of a megabyte, all of it on the event loop of the request that brought it.
+  // Each of these once cost a scan of the rest of the text per opener: quadratic (or worse), minutes
+  // for a body of a megabyte, all of it on the event loop of the request that brought it.
   it.each([
     ['unclosed tags', '<a '],
     ['unclosed links', '<a href="https://example.com/">x '],
     ['unclosed comments', '<!-- '],
     ['unclosed scripts', '<script>x '],
-  ])('reads a megabyte of %s in one pass', (_what, unit) => {
+    ['unclosed tags whose unquoted values run into the next tag', ' x=y<a'],
+    ['unclosed tags whose quoted values hold the next tag', ` x="<a " y='<a '`],
+  ])('reads a megabyte of %s in one pass', async (_what, unit) => {
     const html = `<p>Start</p>${unit.repeat(Math.ceil(1_000_000 / unit.length))}`;
-    expect(htmlToText(html).startsWith('Start')).toBe(true);
+    expect((await onAThread<string>(new URL('./html.ts', import.meta.url), 'htmlToText', html)).startsWith('Start')).toBe(true);
+  });
+
+  it(`reads at most ${TEXT_FROM_HTML_MAX} characters of markup, cut before a tag, and says where it stopped`, () => {
+    const paragraph = '<p>Some &amp; more</p>';
+    const html = `${paragraph.repeat(Math.ceil(TEXT_FROM_HTML_MAX / paragraph.length))}<p>PAST THE BOUND</p>`;
+    const text = htmlToText(html);
+    expect(text.startsWith('Some & more\n\nSome & more')).toBe(true);
+    expect(text.endsWith('Some & more\n\n[…]')).toBe(true);
+    expect(text).not.toContain('PAST THE BOUND');
+    expect(htmlToText(html.slice(0, TEXT_FROM_HTML_MAX))).not.toContain('[…]');
+  });
+
+  it('a tag left open does not swallow the link after it, whatever its values hold', () => {
+    expect(htmlToText('<a x=y<a href="https://x.example">go</a>')).toContain('go (https://x.example)');
+    expect(htmlToText(`<a title="a < b" href="https://x.example">go</a>`)).toBe('go (https://x.example)');
   });
 });

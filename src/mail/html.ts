@@ -19,14 +19,25 @@ export function decodeEntities(text: string): string {
   });
 }
 
+// A `<` that does not start another <a tag.
+const NO_LINK_TAG = String.raw`<(?!a[\s/])`;
+// The value of an attribute before href, in double, single or no quotes.
+const ATTRIBUTE_VALUE =
+  String.raw`"[^"<]*(?:${NO_LINK_TAG}[^"<]*)*"|'[^'<]*(?:${NO_LINK_TAG}[^'<]*)*'|` +
+  String.raw`(?:[^\s"'<>]|${NO_LINK_TAG})[^\s<>]*(?:${NO_LINK_TAG}[^\s<>]*)*(?=[\s>])`;
+
 /**
  * An <a> tag up to the value of its href attribute, then that value in double, single or no quotes
  * (groups 1 to 4). The attributes before it are passed over whole, so neither a `data-href` nor an
- * `href=` inside another attribute's value is taken for it. No name is taken to hold a `<`, so the
- * search of a tag left open ends at the next tag instead of running through the rest of the html.
+ * `href=` inside another attribute's value is taken for it. Neither their names nor their values
+ * are taken to hold the start of another <a tag, so the search from a tag left open ends at the
+ * next one: the text is read once however many are left open (`<a x=y<a x=y<a …`, 64 KB of it,
+ * took seconds while a value could run on through the tags after it).
  */
-export const LINK_HREF =
-  /(<a(?:[\s/]+[^\s/<>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>][^\s>]*(?=[\s>])))?)*?[\s/]+href\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*))/gi;
+export const LINK_HREF = new RegExp(
+  String.raw`(<a(?:[\s/]+[^\s/<>=]+(?:\s*=\s*(?:${ATTRIBUTE_VALUE}))?)*?[\s/]+href\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*))`,
+  'gi',
+);
 /**
  * The text with every span from `open` to the end of its closer taken out (`closer` gives the
  * lower-case text that ends a span opened by a match). An opener whose closer never comes runs to
@@ -79,11 +90,24 @@ function linksAsText(text: string): string {
 const TAG = /<[^<>]*>/g;
 
 /**
+ * How much HTML a text alternative is read from. Reading is linear, but a request runs it on the
+ * event loop: a bound keeps one request to a few tens of milliseconds (5 MB of dense entities took
+ * a second). A text part past half a megabyte of markup is read by nobody; the HTML part is whole.
+ */
+export const TEXT_FROM_HTML_MAX = 512 * 1024;
+
+/**
  * A plain-text rendering of an HTML body for the text/plain alternative: blocks become lines, links
  * keep their target, everything invisible goes. Not a layout engine: readable is the goal. Linear
- * in the length of the html, whatever it holds: it runs on every body a request brings.
+ * in the length of the html, whatever it holds, and reads at most TEXT_FROM_HTML_MAX of it (ending
+ * the text with "[…]" where it stopped short), since it runs on every body a request brings.
  */
 export function htmlToText(html: string): string {
+  if (html.length > TEXT_FROM_HTML_MAX) {
+    // Cut before the last tag that starts inside the bound, so no half tag is read as text.
+    const cut = html.lastIndexOf('<', TEXT_FROM_HTML_MAX);
+    return `${htmlToText(html.slice(0, cut > 0 ? cut : TEXT_FROM_HTML_MAX))}\n\n[…]`;
+  }
   const visibleOnly = dropSpans(dropSpans(html, /<!--/g, () => '-->'), /<(head|style|script|title)\b/gi, (match) => `</${match[1]!.toLowerCase()}`);
   // Whitespace becomes single spaces; a lone space is matched not at all, as rewriting each with itself cost most of the pass.
   const text = linksAsText(visibleOnly.replace(/\s\s+|[^\S ]/g, ' '))

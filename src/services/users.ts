@@ -6,6 +6,7 @@ import { findTeam } from '../data/teams.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseOrThrow } from '../validation.js';
+import { isCommonPassword } from './common-passwords.js';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
 
 type UserDeps = Pick<Deps, 'db'>;
@@ -22,7 +23,8 @@ export const emailSchema = z.string().trim().toLowerCase().pipe(z.email().max(25
 export const passwordSchema = z
   .string()
   .min(10, 'must be at least 10 characters')
-  .max(200, 'must be at most 200 characters');
+  .max(200, 'must be at most 200 characters')
+  .refine((password) => !isCommonPassword(password), 'is one of the most common passwords, which are guessed first; choose another');
 
 const view = (row: { id: string; team_id: number; email: string; created_at: Date; active?: boolean }) => ({
   userId: row.id,

@@ -8,7 +8,7 @@ import type { Deps } from '../deps.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newSortableId } from '../ids.js';
 import { validationError } from '../validation.js';
-import { AllowList, checkWebhookUrl, systemLookup, type Guard } from '../webhooks/address-guard.js';
+import { AllowList, checkWebhookUrl, PortList, systemLookup, type Guard } from '../webhooks/address-guard.js';
 import { callBody } from '../webhooks/payload.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
 import { assertTeamWide, type Caller } from './caller.js';
@@ -39,7 +39,7 @@ const guards = new WeakMap<Config, Guard>();
 function guardOf(config: Config): Guard {
   let guard = guards.get(config);
   if (!guard) {
-    guard = { allow: new AllowList(config.webhookAllowedHosts), lookup: systemLookup(config) };
+    guard = { allow: new AllowList(config.webhookAllowedHosts), lookup: systemLookup(config), ports: new PortList(config.webhookAllowedPorts) };
     guards.set(config, guard);
   }
   return guard;

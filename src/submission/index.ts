@@ -1,5 +1,5 @@
 import type { AppDeps } from '../http/deps.js';
-import { AuthThrottle } from './auth-throttle.js';
+import { AuthThrottle } from '../services/auth-throttle.js';
 import { loadCertificate } from './certificate.js';
 import { startSubmissionListener, type SubmissionListener } from './listener.js';
 

@@ -1,14 +1,15 @@
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerSession } from 'smtp-server';
 import { ApiError } from '../errors.js';
 import { normalizeEmail } from '../mail/address.js';
+import { clientKeys } from '../smtp/client-keys.js';
 import { ClientLimits } from '../smtp/client-limits.js';
 import { listen, MessageCutOff, readMessage, smtpError } from '../smtp/listener-parts.js';
 import type { AppDeps } from '../http/deps.js';
 import { authenticate, type AuthContext } from '../services/api-keys.js';
 import { submitEmail } from '../services/emails.js';
-import { AuthThrottle } from './auth-throttle.js';
+import { AuthThrottle } from '../services/auth-throttle.js';
 import type { Certificate } from './certificate.js';
-import { readSubmission } from './message.js';
+import { assertTakenByApi, readSubmission } from './message.js';
 
 export type SubmissionListener = { port: number; close(): Promise<void> };
 
@@ -16,22 +17,12 @@ export type SubmissionListener = { port: number; close(): Promise<void> };
 // address (a NAT, a host of many sites) each keeping a small pool of connections.
 const MAX_CLIENTS = 1000;
 const MAX_CLIENTS_PER_ADDRESS = 50;
+const MAX_CLIENTS_PER_NETWORK = 100;
 // Five or six commands a message: a pooled connection sends a thousand messages and more.
 const MAX_COMMANDS_PER_SESSION = 20_000;
 // The envelope may name every recipient the API takes in To, Cc and Bcc together.
 const MAX_RECIPIENTS = 150;
 const SOCKET_TIMEOUT_MS = 120_000;
-
-/** IPv6 clients are counted by their /64, which one host can fill with addresses at will. */
-function clientKey(address: string): string {
-  const plain = address.replace(/^::ffff:/i, '');
-  if (!plain.includes(':')) return plain;
-  const [head = '', tail = ''] = plain.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = plain.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((group) => parseInt(group || '0', 16).toString(16)).join(':')}::/64`;
-}
 
 /** A service's refusal as the SMTP reply an application can act on; null for a fault of ours. */
 function replyFor(error: unknown): Error | null {
@@ -44,6 +35,8 @@ function replyFor(error: unknown): Error | null {
       return smtpError(550, `5.7.1 ${error.message}`);
     case 'NOT_FOUND':
       return smtpError(550, `5.1.0 ${error.message}`);
+    case 'PAYLOAD_TOO_LARGE':
+      return smtpError(552, `5.3.4 Over the limit for an email: ${detail}`);
     default:
       return error.details?.some((problem) => problem.path === 'from')
         ? smtpError(553, `5.7.1 ${detail}`)
@@ -66,12 +59,19 @@ export async function startSubmissionListener(
   const { log, config } = deps;
   const { throttle } = options;
   const refusedFor = (address: string) => {
-    const until = throttle.blockedUntil(clientKey(address));
+    const until = throttle.blockedUntil(clientKeys(address).client);
     if (until === null) return null;
     return smtpError(421, `4.7.0 Too many failed logins from your address; try again in ${Math.ceil((until - Date.now()) / 1000)} s`);
   };
 
-  const limits = new ClientLimits({ perClient: MAX_CLIENTS_PER_ADDRESS, commandsPerSession: MAX_COMMANDS_PER_SESSION });
+  const limits = new ClientLimits({
+    perClient: MAX_CLIENTS_PER_ADDRESS,
+    perNetwork: MAX_CLIENTS_PER_NETWORK,
+    commandsPerSession: MAX_COMMANDS_PER_SESSION,
+    commandMs: SOCKET_TIMEOUT_MS,
+    sessionMs: config.smtpListenerSessionTimeoutMs,
+    maxMessageBytes: config.submissionMaxBytes,
+  });
   const server: SMTPServer = new SMTPServer({
     banner: 'Mailroom submission',
     name: new URL(config.publicUrl).hostname,
@@ -101,7 +101,7 @@ export async function startSubmissionListener(
       authenticate(deps, auth.password ?? '').then(
         (caller) => {
           if (caller) return callback(null, { user: caller });
-          const delay = throttle.fail(clientKey(session.remoteAddress));
+          const delay = throttle.fail(clientKeys(session.remoteAddress).client);
           log.warn('SMTP submission login refused: not an API key', { client: session.remoteAddress, username: auth.username });
           const wrong = () => callback(refusedFor(session.remoteAddress) ?? smtpError(535, '5.7.8 Authentication failed: the password must be an API key'));
           if (delay > 0) setTimeout(wrong, delay);
@@ -138,6 +138,7 @@ export async function startSubmissionListener(
           if (!submitted) return callback(smtpError(550, '5.6.0 The message could not be parsed as MIME'));
           const { email, dropped } = submitted;
           if (dropped.length > 0) log.debug('header fields of a submitted message not kept', { fields: dropped });
+          assertTakenByApi(email);
           const { emailId } = await submitEmail(deps, callerOf(session), { email });
           callback(null, `2.0.0 Queued as ${emailId}`);
         })

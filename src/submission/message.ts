@@ -1,7 +1,9 @@
 import PostalMime from 'postal-mime';
 import type { Address, Attachment, Mailbox } from 'postal-mime';
+import { parseInput } from '../http/input.js';
 import { addressOf, formatMailbox } from '../mail/address.js';
 import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
+import { emailBody, HEADER_NAME } from '../services/email-body.js';
 import type { EmailInput } from '../services/emails.js';
 
 export type SubmittedEmail = {
@@ -12,8 +14,6 @@ export type SubmittedEmail = {
 
 // A reply's thread fields are kept even though they name other messages' ids.
 const THREAD_HEADERS = new Set(['in-reply-to', 'references']);
-// A field name as RFC 5322 §3.6.8 allows it (and as the API takes them).
-const FIELD_NAME = /^[!-9;-~]{1,100}$/;
 
 const mailboxesOf = (addresses: Address[] | undefined): Mailbox[] =>
   (addresses ?? []).flatMap((address) => (address.group ? address.group : [address]));
@@ -59,15 +59,17 @@ export async function readSubmission(raw: Buffer, envelopeRecipients: string[]):
   const bcc = [...envelope.values()];
 
   const headers: Record<string, string> = {};
-  const dropped: string[] = [];
+  // By lower-case name (postal-mime's key): a message may carry tens of thousands of fields.
+  const keptNames = new Set<string>();
+  const dropped = new Set<string>();
   for (const header of parsed.headers) {
     const name = header.originalKey || header.key;
-    const kept = FIELD_NAME.test(name) && (THREAD_HEADERS.has(header.key) || !(isOwnHeader(name) || isTrustHeader(name)));
-    if (kept) {
-      // A field given twice keeps its first value: the record holds one per name.
-      if (!Object.keys(headers).some((other) => other.toLowerCase() === header.key)) headers[name] = header.value.replace(/\r?\n[ \t]*/g, ' ');
-    } else if (!dropped.includes(header.key)) {
-      dropped.push(header.key);
+    const kept = HEADER_NAME.test(name) && (THREAD_HEADERS.has(header.key) || !(isOwnHeader(name) || isTrustHeader(name)));
+    if (!kept) dropped.add(header.key);
+    // A field given twice keeps its first value: the record holds one per name.
+    else if (!keptNames.has(header.key)) {
+      keptNames.add(header.key);
+      headers[name] = header.value.replace(/\r?\n[ \t]*/g, ' ');
     }
   }
 
@@ -79,12 +81,22 @@ export async function readSubmission(raw: Buffer, envelopeRecipients: string[]):
       cc,
       bcc,
       replyTo: mailboxesOf(parsed.replyTo).map(display),
-      subject: parsed.subject ?? '',
+      // No Subject is none, as an API call without one: the empty subject is the service's to store.
+      subject: parsed.subject || undefined,
       html: parsed.html ?? null,
       text: parsed.text ?? null,
       headers,
       attachments: parsed.attachments.map(attachmentOf),
     },
-    dropped,
+    dropped: [...dropped],
   };
+}
+
+/**
+ * Refuses a submitted email exactly where POST /v1/emails refuses its body: the same schema,
+ * through the same door, so both entrances keep one set of limits. A value over one of them is
+ * PAYLOAD_TOO_LARGE (SMTP's 552), any other problem VALIDATION_ERROR.
+ */
+export function assertTakenByApi(email: EmailInput): void {
+  parseInput(emailBody, email, 'PAYLOAD_TOO_LARGE');
 }

@@ -6,6 +6,7 @@ import {
   checkWebhookUrl,
   classifyAddress,
   guardedLookup,
+  PortList,
   validateAllowEntry,
   type AddressClass,
   type Lookup,
@@ -165,6 +166,24 @@ describe('checkWebhookUrl', () => {
     [`https://hooks.example.com/${'a'.repeat(2048)}`, 'the URL must be at most 2048 characters'],
   ])('%s is refused: %s', async (url, reason) => {
     expect(await checkWebhookUrl(url, guard)).toStrictEqual({ ok: false, reason });
+  });
+
+  it.each([
+    ['https://hooks.example.com:25/', 25],
+    ['http://hooks.example.com:22/', 22],
+    ['https://hooks.example.com:1023/', 1023],
+  ])('%s, a well-known port of another service, is refused naming WEBHOOK_ALLOWED_PORTS', async (url, port) => {
+    expect(await checkWebhookUrl(url, guard)).toStrictEqual({ ok: false, reason: `port ${port} may not be called by webhooks (WEBHOOK_ALLOWED_PORTS is 80,443,1024-65535)` });
+  });
+
+  it('80, 443 and the unprivileged ports are open by default; the operator may open others or close these', async () => {
+    for (const url of ['http://hooks.example.com/', 'https://hooks.example.com/', 'https://hooks.example.com:8443/', 'http://hooks.example.com:65535/']) {
+      expect((await checkWebhookUrl(url, guard)).ok, url).toBe(true);
+    }
+    const narrow = { ...guard, ports: new PortList(['443', '8000-8999']) };
+    expect((await checkWebhookUrl('https://hooks.example.com:8080/', narrow)).ok).toBe(true);
+    expect((await checkWebhookUrl('https://hooks.example.com:25/', { ...guard, ports: new PortList(['25']) })).ok).toBe(true);
+    expect(await checkWebhookUrl('http://hooks.example.com/', narrow)).toStrictEqual({ ok: false, reason: 'port 80 may not be called by webhooks (WEBHOOK_ALLOWED_PORTS is 443,8000-8999)' });
   });
 
   it('a loopback address is refused', async () => {

@@ -3,7 +3,7 @@ import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { domainToASCII } from 'node:url';
-import type { Config } from '../config.js';
+import { portRange, type Config } from '../config.js';
 
 /**
  * The SSRF guard of outgoing webhooks: a team names a URL, and Mailroom's own process calls it. A
@@ -16,7 +16,8 @@ export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'c
 /** All addresses of a host name, IPv4 and IPv6. */
 export type Lookup = (host: string) => Promise<string[]>;
 
-export type Guard = { allow: AllowList; lookup: Lookup };
+/** Without `ports`, a URL may name the ports of WEBHOOK_ALLOWED_PORTS's default. */
+export type Guard = { allow: AllowList; lookup: Lookup; ports?: PortList };
 
 const MAX_WEBHOOK_URL_LENGTH = 2048;
 
@@ -277,6 +278,33 @@ export async function checkedAddresses(hostname: string, guard: Guard): Promise<
   return addresses.map(withoutZone);
 }
 
+/**
+ * The ports a webhook may call (WEBHOOK_ALLOWED_PORTS). A public host's other services listen on
+ * the well-known ports below 1024 (SMTP, SSH, DNS…): a webhook aimed at one would make Mailroom
+ * speak HTTP to it on a team's behalf, so only 80, 443 and the unprivileged ports are open by default.
+ * A host the operator allowed (WEBHOOK_ALLOWED_HOSTS) may be called on any port.
+ */
+export class PortList {
+  readonly #ranges: [number, number][];
+
+  constructor(readonly entries: readonly string[] = ['80', '443', '1024-65535']) {
+    this.#ranges = entries.map((entry) => {
+      const range = portRange(entry.trim());
+      if (!range) throw new Error(`the webhook port entry ${JSON.stringify(entry)} must be a port or a range such as 1024-65535`);
+      return range;
+    });
+  }
+
+  /** Why a URL's port may not be called, or null when it may. */
+  refusal(url: URL): string | null {
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (this.#ranges.some(([low, high]) => port >= low && port <= high)) return null;
+    return `port ${port} may not be called by webhooks (WEBHOOK_ALLOWED_PORTS is ${this.entries.join(',')})`;
+  }
+}
+
+export const DEFAULT_PORTS = new PortList();
+
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Whether a team may point a webhook at `raw`, and if not, why (a short sentence for a 400). */
@@ -293,11 +321,12 @@ export async function checkWebhookUrl(raw: string, guard: Guard): Promise<UrlChe
   if (guard.allow.allowsHost(url.hostname)) return { ok: true, url };
   try {
     await checkedAddresses(url.hostname, guard);
-    return { ok: true, url };
   } catch (error) {
     if (error instanceof WebhookAddressError) return { ok: false, reason: error.message };
     throw error;
   }
+  const badPort = (guard.ports ?? DEFAULT_PORTS).refusal(url);
+  return badPort ? { ok: false, reason: badPort } : { ok: true, url };
 }
 
 const wantedFamily = (family: unknown): 4 | 6 | 0 => {

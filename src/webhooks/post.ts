@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { checkedAddresses, guardedLookup, WebhookAddressError, type AllowList, type Lookup } from './address-guard.js';
+import { checkedAddresses, DEFAULT_PORTS, guardedLookup, WebhookAddressError, type Guard } from './address-guard.js';
 
 export type PostResult =
   | { ok: true; status: number; timeMs: number }
@@ -48,14 +48,14 @@ function describeError(error: unknown): string {
  * lead anywhere the guard would refuse.
  */
 export class WebhookPoster {
-  readonly #guard: { allow: AllowList; lookup: Lookup };
+  readonly #guard: Guard;
   readonly #lookup: LookupFunction;
   readonly #timeoutMs: number;
   readonly #http: http.Agent;
   readonly #https: https.Agent;
 
-  constructor(options: { allow: AllowList; lookup: Lookup; timeoutMs: number; maxSocketsPerHost?: number }) {
-    this.#guard = { allow: options.allow, lookup: options.lookup };
+  constructor(options: Guard & { timeoutMs: number; maxSocketsPerHost?: number }) {
+    this.#guard = { allow: options.allow, lookup: options.lookup, ports: options.ports };
     this.#lookup = guardedLookup(this.#guard);
     this.#timeoutMs = options.timeoutMs;
     const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerHost ?? 4, timeout: IDLE_SOCKET_MS, lookup: this.#lookup };
@@ -76,6 +76,9 @@ export class WebhookPoster {
       return failed(null, 'the URL is not valid');
     }
     if (target.protocol !== 'http:' && target.protocol !== 'https:') return failed(null, 'the URL must use http or https');
+    // The operator may have closed a port since the webhook was saved.
+    const badPort = this.#guard.allow.allowsHost(target.hostname) ? null : (this.#guard.ports ?? DEFAULT_PORTS).refusal(target);
+    if (badPort) return failed(null, badPort);
     // Node connects to an IP literal without calling lookup, so the guard must see it here.
     if (isIP(target.hostname.replace(/^\[(.*)\]$/, '$1')) !== 0) {
       try {

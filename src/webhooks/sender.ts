@@ -1,7 +1,7 @@
 import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
 import type { Deps } from '../deps.js';
 import { ownClaims, type Claims } from '../workers/registry.js';
-import { AllowList, systemLookup } from './address-guard.js';
+import { AllowList, PortList, systemLookup } from './address-guard.js';
 import { callBody } from './payload.js';
 import { WebhookPoster, type PostResult } from './post.js';
 import { signedHeaders } from './signing.js';
@@ -70,6 +70,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   const poster = options.poster ?? new WebhookPoster({
     allow: new AllowList(config.webhookAllowedHosts),
     lookup: systemLookup(config),
+    ports: new PortList(config.webhookAllowedPorts),
     timeoutMs: config.webhookTimeoutMs,
     // perWebhook bounds each webhook; webhooks sharing a host share its connections.
     maxSocketsPerHost: config.webhookConcurrency,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AuthThrottle, BLOCK_MS } from './auth-throttle.js';
+import { AuthThrottle, BLOCK_MS, type Reservation } from './auth-throttle.js';
 
 const MINUTE = 60_000;
 // The addresses AuthThrottle remembers at most (MAX_ADDRESSES in auth-throttle.ts, not exported).
@@ -102,5 +102,51 @@ describe('AuthThrottle', () => {
     expect(throttle.blockedUntil('192.0.2.1')).toBe(until);
     for (let i = 0; i < 2 * MAX_ADDRESSES; i++) throttle.fail(`a${i}`);
     expect(throttle.blockedUntil('192.0.2.1')).toBe(until);
+  });
+});
+
+describe('AuthThrottle.reserve', () => {
+  const reserved = (outcome: Reservation | { blockedUntil: number }) => {
+    if (!('giveBack' in outcome)) throw new Error(`refused until ${outcome.blockedUntil}`);
+    return outcome;
+  };
+
+  it('counts each attempt before its outcome: of attempts all under way at once, the limit-th blocks every later one', () => {
+    const { throttle, clock } = throttleAt(3);
+    const outcomes = Array.from({ length: 5 }, () => throttle.reserve(['address 192.0.2.1', 'account a@example.test']));
+    expect(outcomes.slice(0, 3).map((outcome) => ('delay' in outcome ? outcome.delay : null))).toStrictEqual([0, 250, 500]);
+    expect(outcomes.slice(3)).toStrictEqual([{ blockedUntil: clock.now + BLOCK_MS }, { blockedUntil: clock.now + BLOCK_MS }]);
+  });
+
+  it('a key that is blocked refuses the attempt, and the other keys count nothing for it', () => {
+    const { throttle } = throttleAt(2);
+    throttle.fail('account a@example.test');
+    throttle.fail('account a@example.test');
+    expect(throttle.reserve(['address 192.0.2.1', 'account a@example.test'])).toHaveProperty('blockedUntil');
+    expect(throttle.fail('address 192.0.2.1')).toBe(0);
+  });
+
+  it('an attempt given back is not counted, and lifts the block it caused', () => {
+    const { throttle } = throttleAt(3);
+    reserved(throttle.reserve(['k']));
+    reserved(throttle.reserve(['k']));
+    const last = reserved(throttle.reserve(['k']));
+    expect(throttle.blockedUntil('k')).not.toBeNull();
+    last.giveBack();
+    expect(throttle.blockedUntil('k')).toBeNull();
+    // Two failures stand: the next attempt is the third, and blocks again.
+    expect(reserved(throttle.reserve(['k'])).delay).toBe(500);
+    expect(throttle.blockedUntil('k')).not.toBeNull();
+  });
+
+  it('an attempt given back after its minute ended takes nothing from the next minute', () => {
+    const { throttle, advance } = throttleAt(3);
+    const old = reserved(throttle.reserve(['k']));
+    advance(MINUTE);
+    reserved(throttle.reserve(['k']));
+    reserved(throttle.reserve(['k']));
+    old.giveBack();
+    reserved(throttle.reserve(['k']));
+    expect(throttle.blockedUntil('k')).not.toBeNull();
   });
 });
