@@ -41,9 +41,10 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-function roomOf(file: string): string {
+/** The room of a source file, or of the file an import names (which names `.js` for the `.ts` it loads). */
+export function roomOf(file: string): string {
   const [first, ...rest] = path.relative(SRC, file).split(path.sep);
-  return rest.length > 0 ? first! : first!.replace(/\.ts$/, '');
+  return rest.length > 0 ? first! : first!.replace(/\.[jt]s$/, '');
 }
 
 /** Every module a file names in an import or export (static, type-only or dynamic). */
@@ -64,10 +65,15 @@ const imports = files.flatMap((file) =>
 );
 
 describe('the house is one-way', () => {
-  it('every folder and top-level file of src/ has its place in the layers', () => {
-    const unplaced = [...new Set(files.map(roomOf))].filter((room) => !layerOf.has(room));
+  it('every folder and top-level file of src/, and every room an import names, has its place in the layers', () => {
+    const unplaced = [...new Set([...files.map(roomOf), ...imports.flatMap((edge) => (edge.to === null ? [] : [edge.to]))])].filter((room) => !layerOf.has(room));
     expect(unplaced).toEqual([]);
     expect(imports.length).toBeGreaterThan(100);
+  });
+
+  it('a relative import of a top-level file names the room of that file', () => {
+    expect(roomOf(path.join(SRC, 'deps.js'))).toBe('deps');
+    expect(roomOf(path.join(SRC, 'workers', 'signals.js'))).toBe('workers');
   });
 
   it('imports flow down the layers: nothing imports a room above it or beside it', () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { beat, CLAIM_SEPARATOR, forgetWorkers, markStopped, releaseEveryClaim, silentWorkers } from '../data/workers.js';
-import type { Deps } from '../deps.js';
+import type { DatabaseKind, Db } from '../db/connection.js';
+import type { Logger } from '../log.js';
 
 /** What a worker needs to claim work: tokens that name it, and whose claims it may take over. */
 export type Claims = {
@@ -38,7 +39,7 @@ export function ownClaims(): Claims {
  * process holds the data, so every claim found at the start is a dead process's and is let go at
  * once; there is nobody to take over from later.
  */
-export async function startWorkerRegistry(deps: Pick<Deps, 'db' | 'dbKind' | 'log'>): Promise<WorkerRegistry> {
+export async function startWorkerRegistry(deps: { db: Db; dbKind: DatabaseKind; log: Logger }): Promise<WorkerRegistry> {
   const { db, log } = deps;
   const id = randomUUID();
   const token = tokenFor(id);
