@@ -14,7 +14,7 @@
  * arrives fails the benchmark.
  */
 import { sql } from 'kysely';
-import { WEBHOOK_EVENT_TYPES } from '../src/db/schema.js';
+import { EVENT_TYPES } from '../src/events/contract.js';
 import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
 
@@ -55,7 +55,7 @@ export class WebhooksBenchFailure extends Error {
 
 /** How long the calls may take to arrive after the last email went out before the benchmark gives up. */
 const CALLS_DEADLINE_MS = 5 * 60_000;
-const EMAIL_EVENTS = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('email.'));
+const EMAIL_EVENTS = EVENT_TYPES.filter((type) => type.startsWith('email.'));
 
 /** Whether `promise` settles within `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {

@@ -1,9 +1,14 @@
 import type { KeyObject } from 'node:crypto';
 import type { Config } from './config.js';
+import type { findActiveKeyByHash } from './data/api-keys.js';
+import type { findDomainSummary } from './data/domains.js';
+import type { NewEmail } from './data/emails.js';
 import type { DatabaseKind, Db } from './db/connection.js';
+import type { GroupedWrites } from './db/grouped-writes.js';
 import type { Logger } from './log.js';
 import type { RecipientTokens } from './mail/tokens.js';
 import type { Metrics } from './metrics/metrics.js';
+import type { AnswerCache } from './reuse-for.js';
 import type { Signals } from './workers/signals.js';
 
 /**
@@ -32,4 +37,13 @@ export type Deps = {
   signals: Signals;
   /** This process's Prometheus metrics (GET /metrics). */
   metrics: Metrics;
+  // What the services keep between calls, one of each per database (made by the service named).
+  /** API keys read moments ago, by token hash (services/api-keys.ts newRecentKeys). */
+  recentKeys: AnswerCache<string, Promise<Awaited<ReturnType<typeof findActiveKeyByHash>>>>;
+  /** Sender domains read moments ago, by team and name (services/verified-sender.ts newRecentSenders). */
+  recentSenders: AnswerCache<string, Promise<Awaited<ReturnType<typeof findDomainSummary>>>>;
+  /** Mail accepted without an Idempotency-Key, joined across requests into one statement (services/emails.ts newAcceptedMail). */
+  acceptedMail: GroupedWrites<NewEmail>;
+  /** Refreshes the contact statistics, one refresh at a time (services/contacts.ts contactStatisticsRefresher). */
+  refreshContactStatistics: () => Promise<void>;
 };

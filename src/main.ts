@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { CampaignRenderer } from './campaigns/render.js';
 import { startReleaser, type Releaser } from './campaigns/releaser.js';
-import { parseCommand } from './cli/commands.js';
+import { parseCommand, type CommandTarget } from './cli/commands.js';
 import { controlSocketPath, serveControlSocket } from './cli/control-socket.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { queueStats } from './data/queue-stats.js';
@@ -24,6 +24,10 @@ import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
 import { measuredTransport } from './sending/transports/measured.js';
 import { startHttpServer, type HttpServer } from './server.js';
+import { newRecentKeys } from './services/api-keys.js';
+import { contactStatisticsRefresher } from './services/contacts.js';
+import { newAcceptedMail } from './services/emails.js';
+import { newRecentSenders } from './services/verified-sender.js';
 import { startSubmission, type Submission } from './submission/index.js';
 import { startWebhookSender, type WebhookSender } from './webhooks/sender.js';
 import { startWorkerRegistry, type WorkerRegistry } from './workers/registry.js';
@@ -51,13 +55,17 @@ export function databaseSourceFor(config: Config): DatabaseSource {
  * process per directory) and serves the CLI's commands on the control socket, since the CLI
  * cannot open the directory itself meanwhile; closing the handle releases all three.
  */
-async function openServiceDatabase(source: DatabaseSource, publicUrl: string, log: Logger): Promise<DatabaseHandle> {
+async function openServiceDatabase(
+  source: DatabaseSource,
+  commands: Pick<Extract<CommandTarget, { runner: 'server' }>, 'publicUrl' | 'recentKeys'>,
+  log: Logger,
+): Promise<DatabaseHandle> {
   if (!('dataDir' in source)) return openMigratedDatabase(source, log);
   const lock = await lockDataDir(source.dataDir);
   try {
     const database = await openMigratedDatabase(source, log);
     try {
-      const execute = (command: string[]) => parseCommand(command).run({ db: database.db, runner: 'server', publicUrl });
+      const execute = (command: string[]) => parseCommand(command).run({ ...commands, db: database.db, runner: 'server' });
       const control = await serveControlSocket(controlSocketPath(source.dataDir), execute, log);
       return {
         ...database,
@@ -119,7 +127,9 @@ export async function startMailroom(
   const parts: Parts = {};
   try {
     await makeDataDirPrivate(config.dataDir, log);
-    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), config.publicUrl, log));
+    // Made before the database opens: a key the CLI revokes through the control socket is forgotten here at once.
+    const recentKeys = newRecentKeys();
+    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), { publicUrl: config.publicUrl, recentKeys }, log));
     const secret = await loadSecret(config.secret, config.dataDir);
     const tokens = new RecipientTokens(secret);
     const keyVault = new KeyVault(secret);
@@ -129,6 +139,10 @@ export async function startMailroom(
       db: database.db, dbKind: database.kind, config, log, tokens, keyVault, signals: new Signals(),
       metrics: new Metrics({ queue: () => queueStats(database.db, new Date()), poolInUse: database.inUse }),
       rateLimiter: teamRateLimiter({ db: database.db, dbKind: database.kind, log }),
+      recentKeys,
+      recentSenders: newRecentSenders(),
+      acceptedMail: newAcceptedMail(database.db, database.kind),
+      refreshContactStatistics: contactStatisticsRefresher(database.db, log),
     };
     // Made before the port opens, so /health can ask the relay from the first request on.
     const transport = config.role === 'api' ? null : measuredTransport(options.transport ?? createTransport(config), deps.metrics);

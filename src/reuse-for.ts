@@ -10,3 +10,59 @@ export function reuseFor<T>(ttlMs: number, load: () => Promise<T>): () => Promis
     return last.answer;
   };
 }
+
+export type AnswerCacheOptions<V> = {
+  /** At most this many answers are kept; past it, the one asked for least lately goes. */
+  maxEntries: number;
+  /** An answer is asked again once it is this old; without it, an answer stands until evicted or forgotten. */
+  ttlMs?: number;
+  /** Whether an answer is worth keeping (a key found, a domain verified); a promise is judged by what it resolves to. */
+  keep?: (value: Awaited<V>) => boolean;
+};
+
+type Entry<V> = { value: V; at: number };
+
+/**
+ * The process's one cache: answers by key, each loaded once and reused while fresh. An answer that
+ * is a promise is shared while it is under way, so callers asking at once cause one load; one that
+ * rejects is dropped, so the next caller loads again. Forgetting an answer still under way also
+ * keeps it from being kept when it arrives.
+ */
+export class AnswerCache<K, V> {
+  private readonly entries = new Map<K, Entry<V>>();
+
+  constructor(private readonly options: AnswerCacheOptions<V>) {}
+
+  get(key: K, load: () => V): V {
+    const hit = this.entries.get(key);
+    this.entries.delete(key);
+    if (hit && (this.options.ttlMs === undefined || Date.now() - hit.at < this.options.ttlMs)) {
+      // Put back last: the Map's order is then the order of use, its first key the least used.
+      this.entries.set(key, hit);
+      return hit.value;
+    }
+    const entry = { value: load(), at: Date.now() };
+    this.entries.set(key, entry);
+    if (this.entries.size > this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    const drop = () => {
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+    };
+    const { keep } = this.options;
+    if (entry.value instanceof Promise) {
+      (entry.value as Promise<Awaited<V>>).then((value) => {
+        if (keep && !keep(value)) drop();
+      }, drop);
+    } else if (keep && !keep(entry.value as Awaited<V>)) {
+      drop();
+    }
+    return entry.value;
+  }
+
+  forget(key: K): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_EVENT_TYPES } from '../db/schema.js';
+import { EVENT_TYPES } from '../events/contract.js';
 import { defineRoute } from '../http/route.js';
 import * as service from '../services/webhooks.js';
 
@@ -7,7 +7,7 @@ const TAG = 'Webhooks';
 const TEAM_WIDE = 'A webhook carries the events of every domain of the team: a key scoped to a domain gets 403.';
 const SECRET_SHOWN = 'The answer carries the signing secret; only create, GET of one webhook and rotate-secret show it.';
 
-const eventType = z.enum(WEBHOOK_EVENT_TYPES, {
+const eventType = z.enum(EVENT_TYPES, {
   error: (issue) => (typeof issue.input === 'string' ? `unknown event type ${JSON.stringify(issue.input)}` : undefined),
 });
 

@@ -1,6 +1,11 @@
 import { claimDueCampaign, finishCampaigns, releaseBatch, startCampaign } from '../data/campaign-release.js';
+import { findCampaign } from '../data/campaigns.js';
 import type { Deps } from '../deps.js';
+import { reportCampaignStatuses } from '../events/campaigns.js';
+import { reportEmailEvents } from '../events/email-changes.js';
+import { listening } from '../events/outbox.js';
 import { addressOf, domainOf } from '../mail/address.js';
+import { startWorkerLoop } from '../workers/loop.js';
 
 export type ReleaserDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals' | 'metrics'>;
 export type Releaser = {
@@ -22,9 +27,6 @@ export type Releaser = {
 export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; autostart?: boolean } = {}): Releaser {
   const { db, config, log } = deps;
   const now = options.now ?? (() => new Date());
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | null = null;
 
   const releaseOne = async (): Promise<boolean> => {
     const started = performance.now();
@@ -33,14 +35,19 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
       const campaign = await claimDueCampaign(tx, at);
       if (!campaign) return null;
       const last = campaign.started_at ? campaign : await startCampaign(tx, campaign, at);
-      const { scanned, released } = await releaseBatch(tx, {
+      const heard = (await listening(tx, [campaign.team_id]))(campaign.team_id, 'email.queued', campaign.domain_id);
+      const { scanned, released, emails } = await releaseBatch(tx, {
         campaign,
         cursorAt: campaign.cursor_at,
         last,
         domainName: domainOf(addressOf(campaign.from_address)),
         now: at,
         nextAt: new Date(at.getTime() + campaign.batch_window_minutes * 60_000),
+        withRows: heard,
       });
+      await reportEmailEvents(tx, emails.map((email) => ({ teamId: campaign.team_id, email, status: 'QUEUED' as const, data: null })), at);
+      // Starting, or the first batch after a new schedule, makes it RUNNING.
+      if (campaign.status !== 'RUNNING') await reportCampaignStatuses(tx, [{ row: (await findCampaign(tx, campaign.team_id, campaign.id))!, previous: campaign.status }]);
       log.debug('campaign batch released', { campaignId: campaign.id, scanned, released });
       return released;
     });
@@ -50,34 +57,17 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
     return true;
   };
 
-  const tick = () =>
-    (running ??= (async () => {
-      try {
-        // The dispatcher starts on each batch as it is committed, not after the last one.
-        while (!stopped && (await releaseOne())) deps.signals.emit('emailsDue');
-        await finishCampaigns(db, now());
-      } catch (error) {
-        log.error('releasing campaign batches failed', { error });
-      } finally {
-        running = null;
-      }
-    })());
-
-  const loop = async () => {
-    await tick();
-    if (!stopped) timer = setTimeout(loop, config.campaignPollMs);
-  };
-  const autostart = options.autostart !== false;
-  const unsubscribe = autostart ? deps.signals.on('campaignsDue', () => void tick()) : null;
-  if (autostart) void loop();
-
-  return {
-    tick,
-    async stop() {
-      stopped = true;
-      unsubscribe?.();
-      clearTimeout(timer);
-      await running;
+  const loop = startWorkerLoop({
+    pass: async (stopping) => {
+      // The dispatcher starts on each batch as it is committed, not after the last one.
+      while (!stopping.aborted && (await releaseOne())) deps.signals.emit('emailsDue');
+      await db.transaction().execute(async (tx) => reportCampaignStatuses(tx, await finishCampaigns(tx, now())));
     },
-  };
+    pollMs: config.campaignPollMs,
+    onError: (error) => log.error('releasing campaign batches failed', { error }),
+    wakeOn: { signals: deps.signals, names: ['campaignsDue'] },
+    start: options.autostart !== false,
+  });
+
+  return { tick: () => loop.runNow(), stop: () => loop.stop() };
 }

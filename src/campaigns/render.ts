@@ -6,6 +6,7 @@ import { addressOf, domainOf } from '../mail/address.js';
 import { escapeHtml, htmlToText } from '../mail/html.js';
 import { unsubscribeUrl } from '../mail/links.js';
 import type { RecipientTokens } from '../mail/tokens.js';
+import { AnswerCache } from '../reuse-for.js';
 import { unsubscribeAddress } from '../mail/verp.js';
 import { outgoingEmail, type CampaignComposer, type CampaignMail } from '../sending/compose.js';
 import { compileTemplate, renderTemplate, UNSUBSCRIBE_PLACEHOLDERS, type Template } from './template.js';
@@ -21,7 +22,7 @@ const TEMPLATE_CACHE_SIZE = 100;
  * subject, body and text are compiled once per process.
  */
 export class CampaignRenderer implements CampaignComposer {
-  private readonly templates = new Map<string, Compiled>();
+  private readonly templates = new AnswerCache<string, Compiled>({ maxEntries: TEMPLATE_CACHE_SIZE });
 
   constructor(
     private readonly db: Db,
@@ -87,20 +88,16 @@ export class CampaignRenderer implements CampaignComposer {
   }
 
   private compiled(state: CampaignState): Compiled {
-    let compiled = this.templates.get(state.id);
-    if (!compiled) {
+    return this.templates.get(state.id, () => {
       // The preview text is the inbox's snippet: hidden first text of the body.
       const preview = state.preview_text
         ? `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(state.preview_text)}</div>`
         : '';
-      compiled = {
+      return {
         subject: compileTemplate(state.subject),
         html: compileTemplate(/<body\b[^>]*>/i.test(state.html) ? state.html.replace(/<body\b[^>]*>/i, (body) => body + preview) : preview + state.html),
         text: compileTemplate(htmlToText(state.html)),
       };
-      if (this.templates.size >= TEMPLATE_CACHE_SIZE) this.templates.delete(this.templates.keys().next().value!);
-      this.templates.set(state.id, compiled);
-    }
-    return compiled;
+    });
   }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { secretSchema } from '../config.js';
 import type { Db } from '../db/connection.js';
+import type { Deps } from '../deps.js';
 import { KeyVault, KeyVaultError } from '../domains/key-vault.js';
 import { reencryptKeys } from '../domains/stored-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
@@ -10,10 +11,13 @@ import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
 import { CliError, usageError } from './failure.js';
 
-/** Where a command runs: on a database the CLI opened itself, or in a server, for the CLI (the control socket). */
+/**
+ * Where a command runs: on a database the CLI opened itself, or in a server, for the CLI (the
+ * control socket), whose keys read lately (`recentKeys`) forget a key the command revokes or changes.
+ */
 export type CommandTarget =
   | { db: Db; runner: 'cli'; publicUrl: string; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> }
-  | { db: Db; runner: 'server'; publicUrl: string };
+  | { db: Db; runner: 'server'; publicUrl: string; recentKeys: Deps['recentKeys'] };
 
 /** A command whose arguments are checked, ready to run. */
 export type ParsedCommand = { name: string; run(target: CommandTarget): Promise<unknown> };
@@ -79,7 +83,7 @@ const commands = [
         .transform((value) => (value === 'default' ? null : Number(value)))
         .pipe(z.number().max(1_000_000).nullable()),
     }),
-    run: ({ db }, flags) => setTeamRateLimit({ db }, { teamId: flags.team, perSecond: flags['per-second'] }),
+    run: (target, flags) => setTeamRateLimit(target, { teamId: flags.team, perSecond: flags['per-second'] }),
   }),
   command({
     name: 'key create',
@@ -113,7 +117,7 @@ const commands = [
     usage: '--id KEY_ID',
     summary: 'Revoke an API key at once; revoking it again changes nothing.',
     flags: z.object({ id: z.string().trim().min(1).max(200) }),
-    run: ({ db }, flags) => revokeApiKey({ db }, flags),
+    run: (target, flags) => revokeApiKey(target, flags),
   }),
   command({
     name: 'user invite',

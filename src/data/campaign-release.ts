@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignRow } from './campaigns.js';
-import { emailEventCalls, sortableIdSql } from './webhook-outbox.js';
+import type { CampaignChange, EmailSnapshotRow } from './campaigns.js';
+import { sortableIdSql } from './sql-values.js';
 
 // Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
 // cursor rounded down would release the contact at it a second time (or, rounded up, skip one).
@@ -57,6 +58,8 @@ export type ReleaseBatch = {
   now: Date;
   /** When the batch after this one is due. */
   nextAt: Date;
+  /** Whether to answer the emails released (for the webhook calls they owe). */
+  withRows: boolean;
 };
 
 /**
@@ -67,15 +70,18 @@ export type ReleaseBatch = {
  * reached twice; emails_campaign_contact, unique on (campaign, contact), makes a second row for
  * one an error rather than a second email (no ON CONFLICT: its probe of that index would double
  * what each row pays for it). A short batch was the last: the campaign then waits for its mail to
- * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored; the webhook
- * calls it owes are written by the same statement.
+ * go out. The rows' QUEUED event is implied by the rows (see listEvents), not stored. Answers the
+ * contacts read and the emails released, with `withRows` each of them as released.
  *
  * Email ids lead with their creation time in milliseconds (then 74 random bits, as a UUIDv7 has),
  * so the primary key grows at its right edge instead of taking each row on a random page.
  */
-export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scanned: number; released: number }> {
+export async function releaseBatch(
+  tx: Db,
+  batch: ReleaseBatch,
+): Promise<{ scanned: number; released: number; emails: EmailSnapshotRow[] }> {
   const c = batch.campaign;
-  const { rows } = await sql<{ scanned: number; released: number }>`
+  const { rows } = await sql<{ scanned: number; released: number; emails: EmailSnapshotRow[] | null }>`
     WITH batch AS (
       SELECT id, email, subscribed, created_at FROM contacts
       WHERE team_id = ${c.team_id} AND contact_book_id = ${c.contact_book_id}
@@ -108,11 +114,7 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
         WHERE b.subscribed
           AND lower(b.email) NOT IN (SELECT email FROM suppressed)
       ) r
-      RETURNING team_id, id, from_address, to_addresses, subject, campaign_id, contact_id, domain_id, template_id, status, created_at
-    ), queued AS (
-      SELECT *, NULL::jsonb AS details, created_at AS at, row_number() OVER () AS ord FROM inserted
-    ), calls AS (
-      ${emailEventCalls('queued', 'status', sql`ARRAY[${c.team_id}]::integer[]`)}
+      RETURNING id, from_address, to_addresses, subject, campaign_id, contact_id, domain_id, template_id
     ), moved AS (
       UPDATE campaigns SET
         cursor_created_at = COALESCE((SELECT created_at FROM last), cursor_created_at),
@@ -123,18 +125,22 @@ export async function releaseBatch(tx: Db, batch: ReleaseBatch): Promise<{ scann
         updated_at = ${batch.now}
       WHERE team_id = ${c.team_id} AND id = ${c.id}
     )
-    SELECT (SELECT count(*)::int FROM batch) AS scanned, (SELECT count(*)::int FROM inserted) AS released`.execute(tx);
-  return rows[0]!;
+    SELECT (SELECT count(*)::int FROM batch) AS scanned, (SELECT count(*)::int FROM inserted) AS released,
+      CASE WHEN ${batch.withRows} THEN (SELECT json_agg(i) FROM inserted i) END AS emails`.execute(tx);
+  const row = rows[0]!;
+  return { ...row, emails: row.emails ?? [] };
 }
 
 /**
  * Marks SENT every running campaign whose recipients are all released and none of whose mail is
- * still to be sent (campaigns_finishing, then a probe of emails_campaign_pending each).
+ * still to be sent (campaigns_finishing, then a probe of emails_campaign_pending each). Answers
+ * each campaign finished.
  */
-export async function finishCampaigns(db: Db, now: Date): Promise<number> {
-  const result = await sql`
+export async function finishCampaigns(db: Db, now: Date): Promise<CampaignChange[]> {
+  const { rows } = await sql<CampaignRow>`
     UPDATE campaigns c SET status = 'SENT', updated_at = ${now}
     WHERE c.status = 'RUNNING' AND c.released_all
-      AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.team_id = c.team_id AND e.campaign_id = c.id AND e.send_at IS NOT NULL)`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+      AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.team_id = c.team_id AND e.campaign_id = c.id AND e.send_at IS NOT NULL)
+    RETURNING c.*`.execute(db);
+  return rows.map((row) => ({ row, previous: 'RUNNING' }));
 }

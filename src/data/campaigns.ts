@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignStatus, CampaignsTable } from '../db/schema.js';
-import { emailEventCalls } from './webhook-outbox.js';
+import type { EmailRow } from './emails.js';
 import { containing } from './like.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
@@ -27,8 +27,8 @@ export type NewCampaign = {
   now: Date;
 };
 
-export async function insertCampaign(db: Db, c: NewCampaign) {
-  await db
+export async function insertCampaign(db: Db, c: NewCampaign): Promise<CampaignRow> {
+  return db
     .insertInto('campaigns')
     .values({
       team_id: c.teamId,
@@ -52,7 +52,8 @@ export async function insertCampaign(db: Db, c: NewCampaign) {
       created_at: c.now,
       updated_at: c.now,
     })
-    .execute();
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Uses the primary key; `forUpdate` makes state moves of one campaign take turns. */
@@ -83,8 +84,9 @@ export async function listCampaigns(
   return { rows, count: total.n };
 }
 
+/** Answers the row as the update left it. */
 export async function updateCampaign(db: Db, teamId: number, id: string, set: Partial<Omit<CampaignRow, 'team_id' | 'id' | 'reply_to_addresses' | 'cc_addresses' | 'bcc_addresses'>>) {
-  await db.updateTable('campaigns').set(set).where('team_id', '=', teamId).where('id', '=', id).execute();
+  return db.updateTable('campaigns').set(set).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
 export async function deleteCampaignRow(db: Db, teamId: number, id: string) {
@@ -133,26 +135,36 @@ export async function releaseHeldEmails(db: Db, teamId: number, campaignId: stri
     WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND send_at IS NULL AND ${unsent}`.execute(db);
 }
 
+/** What an email event's payload tells of an email, as a statement returns it. */
+const SNAPSHOT_COLUMNS = ['id', 'from_address', 'to_addresses', 'subject', 'campaign_id', 'contact_id', 'domain_id', 'template_id'] as const;
+const SNAPSHOT = sql.raw(SNAPSHOT_COLUMNS.join(', '));
+export type EmailSnapshotRow = Pick<EmailRow, (typeof SNAPSHOT_COLUMNS)[number]>;
+
 /**
  * Cancels every email of the campaign not yet handed to SMTP (held or due, unclaimed), each with a
- * CANCELLED event and the webhook calls it owes, in one statement. Claimed rows are left to their
- * dispatcher, which finds the campaign gone and cancels them itself. Walks the campaign's mail
- * through emails_campaign_contact. Answers how many were cancelled.
+ * CANCELLED event (`data`), in one statement. Claimed rows are left to their dispatcher, which
+ * finds the campaign gone and cancels them itself. Walks the campaign's mail through
+ * emails_campaign_contact. Answers how many were cancelled and, with `withRows`, each email as
+ * the cancellation left it.
  */
-export async function cancelCampaignEmails(db: Db, teamId: number, campaignId: string, now: Date): Promise<number> {
-  const result = await sql`
+export async function cancelCampaignEmails(
+  db: Db,
+  cancel: { teamId: number; campaignId: string; data: Record<string, unknown>; now: Date; withRows: boolean },
+): Promise<{ count: number; rows: EmailSnapshotRow[] }> {
+  const { teamId, campaignId, data, now, withRows } = cancel;
+  const { rows } = await sql<{ n: number; cancelled: EmailSnapshotRow[] | null }>`
     WITH cancelled AS (
       UPDATE emails SET status = 'CANCELLED', send_at = NULL, updated_at = ${now}
       WHERE team_id = ${teamId} AND campaign_id = ${campaignId} AND claimed_by IS NULL AND ${unsent}
-      RETURNING *
-    ), event AS (
-      SELECT *, '{"reason":"campaign deleted"}'::jsonb AS details, ${now}::timestamptz AS at, row_number() OVER () AS ord FROM cancelled
-    ), calls AS (
-      ${emailEventCalls('event', 'status', sql`ARRAY[${teamId}]::integer[]`)}
+      RETURNING team_id, ${SNAPSHOT}
+    ), events AS (
+      INSERT INTO email_events (team_id, email_id, status, data, created_at)
+      SELECT team_id, id, 'CANCELLED', ${JSON.stringify(data)}::jsonb, ${now} FROM cancelled
+      RETURNING email_id
     )
-    INSERT INTO email_events (team_id, email_id, status, data, created_at)
-    SELECT team_id, id, status, details, at FROM event`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+    SELECT (SELECT count(*)::int FROM events) AS n,
+      CASE WHEN ${withRows} THEN (SELECT json_agg(json_build_object(${sql.join(SNAPSHOT_COLUMNS.map((column) => sql`${column}::text, c.${sql.ref(column)}`))})) FROM cancelled c) END AS cancelled`.execute(db);
+  return { count: rows[0]!.n, rows: rows[0]!.cancelled ?? [] };
 }
 
 /** How many of the campaign's emails a dispatcher holds right now (emails_campaign_pending). */
@@ -164,19 +176,23 @@ export async function countClaimedEmails(db: Db, teamId: number, campaignId: str
   return rows[0]!.n;
 }
 
+/** A campaign as a write left it, with the status it had before. */
+export type CampaignChange = { row: CampaignRow; previous: CampaignStatus };
+
 /**
  * Pauses the team's SCHEDULED and RUNNING campaigns that send from the domain, recording why, and
- * holds their unclaimed mail. Answers the ids paused. Walks campaigns_team_created.
+ * holds their unclaimed mail. Answers each campaign paused. Walks campaigns_team_created.
  */
-export async function pauseCampaignsOfDomain(db: Db, teamId: number, domainId: number, reason: string, now: Date): Promise<string[]> {
-  const paused = await db
-    .updateTable('campaigns')
-    .set({ status: 'PAUSED', paused_reason: reason, next_release_at: null, updated_at: now })
-    .where('team_id', '=', teamId)
-    .where('domain_id', '=', domainId)
-    .where('status', 'in', ['SCHEDULED', 'RUNNING'])
-    .returning('id')
-    .execute();
-  for (const { id } of paused) await holdCampaignEmails(db, teamId, id, now);
-  return paused.map((row) => row.id);
+export async function pauseCampaignsOfDomain(db: Db, teamId: number, domainId: number, reason: string, now: Date): Promise<CampaignChange[]> {
+  const { rows } = await sql<CampaignRow & { previous_status: CampaignStatus }>`
+    WITH before AS (
+      SELECT id, status FROM campaigns
+      WHERE team_id = ${teamId} AND domain_id = ${domainId} AND status IN ('SCHEDULED', 'RUNNING')
+      FOR UPDATE
+    )
+    UPDATE campaigns c SET status = 'PAUSED', paused_reason = ${reason}, next_release_at = NULL, updated_at = ${now}
+    FROM before b WHERE c.team_id = ${teamId} AND c.id = b.id
+    RETURNING c.*, b.status AS previous_status`.execute(db);
+  for (const { id } of rows) await holdCampaignEmails(db, teamId, id, now);
+  return rows.map(({ previous_status, ...row }) => ({ row, previous: previous_status }));
 }

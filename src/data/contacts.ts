@@ -2,7 +2,6 @@ import { CompiledQuery, sql, type Selectable } from 'kysely';
 import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
-import { contactEventCalls } from './webhook-outbox.js';
 import { containing } from './like.js';
 
 // Set-based statements here take their rows as arrays or one JSON document and never join them to
@@ -218,20 +217,31 @@ export async function listContacts(
   return { rows, total: total.total };
 }
 
-/** Deletes the contacts matching any of the ids or addresses, with their webhook calls; returns how many went. */
-export async function deleteContacts(db: Db, teamId: number, bookId: string, keys: { ids: string[]; emails: string[] }) {
-  const deleted = db
+/**
+ * Deletes the contacts matching any of the ids or addresses; answers how many went and, with
+ * `withRows`, the rows as they were.
+ */
+export async function deleteContacts(db: Db, teamId: number, bookId: string, keys: { ids: string[]; emails: string[] }, withRows: boolean) {
+  const query = db
     .deleteFrom('contacts')
     .where('team_id', '=', teamId)
     .where('contact_book_id', '=', bookId)
-    .where((eb) =>
-      eb.or([eb('id', '=', sql<string>`ANY(${keys.ids}::text[])`), eb(sql`lower(email)`, '=', anyEmailKey(keys.emails))]),
-    )
-    .returningAll();
-  const { rows } = await sql<{ count: number }>`
-    WITH deleted AS (${deleted}), calls AS (${contactEventCalls('deleted', 'contact.deleted', sql`ARRAY[${teamId}]::integer[]`, new Date())})
-    SELECT count(*)::int AS count FROM deleted`.execute(db);
-  return rows[0]!.count;
+    .where((eb) => eb.or([eb('id', '=', sql<string>`ANY(${keys.ids}::text[])`), eb(sql`lower(email)`, '=', anyEmailKey(keys.emails))]));
+  if (withRows) {
+    const rows = await query.returningAll().execute();
+    return { count: rows.length, rows };
+  }
+  const result = await query.executeTakeFirst();
+  return { count: Number(result.numDeletedRows), rows: [] };
+}
+
+/** The contacts of these ids in one book, as they are now (contacts primary key, one probe each). */
+export async function findContactsByIds(db: Db, teamId: number, bookId: string, ids: string[]): Promise<ContactRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<ContactRow>`
+    SELECT c.* FROM unnest(${ids}::text[]) AS n(id)
+    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.team_id = ${teamId} AND c.contact_book_id = ${bookId} AND c.id = n.id OFFSET 0) c`.execute(db);
+  return rows;
 }
 
 /** Which unique index a failed write ran into, if that is why it failed. */
@@ -252,40 +262,53 @@ export async function markConfirmationSent(db: Db, teamId: number, bookId: strin
 }
 
 /**
- * Subscribes a contact that confirmed its double opt-in (contacts primary key), with the webhook
- * calls of the change. Answers what it found: confirmed now, already subscribed or having left
- * since (nothing changes), or missing.
+ * Subscribes a contact that confirmed its double opt-in (contacts primary key). Answers what it
+ * found: confirmed now (with the row as it left it), already subscribed or having left since
+ * (nothing changes), or missing.
  */
-export async function confirmContact(db: Db, key: { teamId: number; bookId: string; contactId: string }, now: Date) {
-  const { rows } = await sql<{ pending: boolean }>`
+export async function confirmContact(
+  db: Db,
+  key: { teamId: number; bookId: string; contactId: string },
+  now: Date,
+): Promise<{ outcome: 'confirmed'; contact: ContactRow } | { outcome: 'unchanged' | 'missing' }> {
+  const { rows } = await sql<ContactRow & { confirmed: boolean }>`
     WITH confirmed AS (
       UPDATE contacts SET subscribed = true, pending_confirmation = false, unsubscribe_reason = NULL, updated_at = ${now}
       WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND pending_confirmation
       RETURNING *
-    ), calls AS (${contactEventCalls('confirmed', 'contact.updated', sql`ARRAY[${key.teamId}]::integer[]`, now)})
-    SELECT true AS pending FROM confirmed
+    )
+    SELECT *, true AS confirmed FROM confirmed
     UNION ALL
-    SELECT false FROM contacts
+    SELECT *, false FROM contacts
     WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId} AND NOT pending_confirmation`.execute(db);
-  return rows.length === 0 ? 'missing' : rows.some((row) => row.pending) ? 'confirmed' : 'unchanged';
+  const confirmed = rows.find((row) => row.confirmed);
+  if (confirmed) {
+    const { confirmed: _flag, ...contact } = confirmed;
+    return { outcome: 'confirmed', contact };
+  }
+  return { outcome: rows.length === 0 ? 'missing' : 'unchanged' };
 }
 
 /**
- * Unsubscribes a contact (contacts primary key), with the webhook calls of the change; one already
- * unsubscribed is left as it is, and a bounce or complaint already recorded stays the reason.
- * Answers whether the contact exists.
+ * Unsubscribes a contact (contacts primary key); one already unsubscribed is left as it is, and a
+ * bounce or complaint already recorded stays the reason. Answers whether the contact exists, and
+ * the row as the change left it when it changed.
  */
-export async function unsubscribeContact(db: Db, key: { teamId: number; bookId: string; contactId: string }, now: Date): Promise<boolean> {
-  const { rows } = await sql<{ found: boolean }>`
-    WITH changed AS (
-      UPDATE contacts SET subscribed = false, pending_confirmation = false,
-        unsubscribe_reason = COALESCE(unsubscribe_reason, 'UNSUBSCRIBED'), updated_at = ${now}
-      WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId}
-        AND (subscribed OR pending_confirmation OR unsubscribe_reason IS NULL)
-      RETURNING *
-    ), calls AS (${contactEventCalls('changed', 'contact.updated', sql`ARRAY[${key.teamId}]::integer[]`, now)})
-    SELECT EXISTS (
-      SELECT 1 FROM contacts WHERE team_id = ${key.teamId} AND contact_book_id = ${key.bookId} AND id = ${key.contactId}
-    ) AS found`.execute(db);
-  return rows[0]!.found;
+export async function unsubscribeContact(
+  db: Db,
+  key: { teamId: number; bookId: string; contactId: string },
+  now: Date,
+): Promise<{ found: boolean; changed: ContactRow | null }> {
+  const changed = await db
+    .updateTable('contacts')
+    .set({ subscribed: false, pending_confirmation: false, unsubscribe_reason: sql`COALESCE(unsubscribe_reason, 'UNSUBSCRIBED')`, updated_at: now })
+    .where('team_id', '=', key.teamId)
+    .where('contact_book_id', '=', key.bookId)
+    .where('id', '=', key.contactId)
+    .where((eb) => eb.or([eb('subscribed', '=', true), eb('pending_confirmation', '=', true), eb('unsubscribe_reason', 'is', null)]))
+    .returningAll()
+    .executeTakeFirst();
+  if (changed) return { found: true, changed };
+  const found = await db.selectFrom('contacts').select('id').where('team_id', '=', key.teamId).where('contact_book_id', '=', key.bookId).where('id', '=', key.contactId).executeTakeFirst();
+  return { found: found !== undefined, changed: null };
 }

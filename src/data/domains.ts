@@ -123,10 +123,11 @@ export async function deleteDomain(db: Db, teamId: number, id: number): Promise<
 /**
  * Plans a check at once and drops any claim, so a check already under way cannot overwrite what
  * this one finds. `restart` also opens a new verification window with every record pending.
+ * Answers the domain as it left it.
  */
-export async function scheduleCheckNow(db: Db, teamId: number, id: number, now: Date, restart: boolean) {
+export async function scheduleCheckNow(db: Db, teamId: number, id: number, now: Date, restart: boolean): Promise<DomainRow> {
   const pending = 'PENDING' as const;
-  await db
+  return db
     .updateTable('domains')
     .set({
       next_check_at: now,
@@ -147,7 +148,8 @@ export async function scheduleCheckNow(db: Db, teamId: number, id: number, now: 
     })
     .where('team_id', '=', teamId)
     .where('id', '=', id)
-    .execute();
+    .returning(PUBLIC_COLUMNS)
+    .executeTakeFirstOrThrow();
 }
 
 /**
@@ -175,9 +177,14 @@ export async function claimDueDomains(
     .execute()) as ClaimedDomain[];
 }
 
-/** Writes a check's outcome unless the claim was superseded; answers whether it was written. */
-export async function recordCheck(db: Db, id: number, claimToken: string, outcome: CheckOutcome): Promise<boolean> {
-  const result = await db
+/** The domain a check claimed, locked, while its claim holds. */
+export async function findClaimedDomain(db: Db, id: number, claimToken: string): Promise<DomainRow | undefined> {
+  return db.selectFrom('domains').select(PUBLIC_COLUMNS).where('id', '=', id).where('claim_token', '=', claimToken).forUpdate().executeTakeFirst();
+}
+
+/** Writes a check's outcome unless the claim was superseded; answers the domain as it left it, if written. */
+export async function recordCheck(db: Db, id: number, claimToken: string, outcome: CheckOutcome): Promise<DomainRow | undefined> {
+  return db
     .updateTable('domains')
     .set({
       status: outcome.status,
@@ -198,8 +205,8 @@ export async function recordCheck(db: Db, id: number, claimToken: string, outcom
     })
     .where('id', '=', id)
     .where('claim_token', '=', claimToken)
+    .returning(PUBLIC_COLUMNS)
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
 }
 
 /** What sending needs of a domain: its signing key and tracking settings. */

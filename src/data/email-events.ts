@@ -1,54 +1,17 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import { COUNT_KINDS, type CountKind, type EmailStatus, type SuppressionReason } from '../db/schema.js';
-import { contactEventCalls, emailEventCalls } from './webhook-outbox.js';
+import { COUNT_KINDS, type ContactsTable, type CountKind, type EmailStatus, type SuppressionReason } from '../db/schema.js';
 
-/**
- * Which status an email shows when several events have happened to it: an event moves the status
- * only to one of equal or higher rank, so a late OPENED never hides a BOUNCED, and a DSN that says
- * "delayed" after the receiver accepted the message leaves it DELIVERED. DELIVERY_DELAYED ranks
- * above SENT because a message handed over and then held up is not yet delivered; an accepted
- * retry moves on, as acceptance always comes with DELIVERED. The outcomes that end
- * sending (cancelled, failed, rejected, suppressed) rank above all feedback, which never follows them.
- */
-export const STATUS_PRECEDENCE: Record<EmailStatus, number> = {
-  SCHEDULED: 0,
-  QUEUED: 1,
-  SENT: 2,
-  DELIVERY_DELAYED: 3,
-  DELIVERED: 4,
-  OPENED: 5,
-  CLICKED: 6,
-  BOUNCED: 7,
-  COMPLAINED: 8,
-  CANCELLED: 9,
-  FAILED: 9,
-  REJECTED: 9,
-  SUPPRESSED: 9,
-};
+// The statements an email event is written with. What an event does (its status rank, what it
+// counts, whom it suppresses, its webhook payload) is the events module's to say: here it is only
+// written.
 
-export const rank = (column: RawBuilder<unknown>) =>
-  sql`(CASE ${column} ${sql.join(Object.entries(STATUS_PRECEDENCE).map(([status, n]) => sql`WHEN ${sql.lit(status)} THEN ${sql.lit(n)}`), sql` `)} END)`;
+/** Each email status's rank: an event moves an email's status only to one of equal or higher rank. */
+export type StatusRanks = Record<EmailStatus, number>;
 
-/** The status a run of new events moves an email to (where it does not rank below its own): the highest-ranked, the last of equals. */
-export function statusAfter(events: { status: EmailStatus }[]): EmailStatus | null {
-  let status: EmailStatus | null = null;
-  for (const event of events) if (status === null || STATUS_PRECEDENCE[event.status] >= STATUS_PRECEDENCE[status]) status = event.status;
-  return status;
-}
-
-/** The counters an event bumps, once per email and kind. */
-export function countKinds(event: { status: EmailStatus; data: Record<string, unknown> | null }): CountKind[] {
-  switch (event.status) {
-    case 'SENT': return ['sent'];
-    case 'DELIVERED': return ['delivered'];
-    case 'OPENED': return ['opened'];
-    case 'CLICKED': return ['clicked'];
-    case 'COMPLAINED': return ['complained'];
-    case 'BOUNCED': return event.data?.bounceType === 'Permanent' ? ['bounced', 'hard_bounced'] : ['bounced'];
-    default: return [];
-  }
-}
+/** The rank of a status column, as a CASE over the ranks (literals, so the statement's text stays one). */
+export const rankSql = (column: RawBuilder<unknown>, ranks: StatusRanks) =>
+  sql`(CASE ${column} ${sql.join(Object.entries(ranks).map(([status, n]) => sql`WHEN ${sql.lit(status)} THEN ${sql.lit(n)}`), sql` `)} END)`;
 
 export type NewEvent = {
   teamId: number;
@@ -62,14 +25,14 @@ export type NewEvent = {
 /**
  * Appends the events (those whose dedupe key is new) in the given order, and moves each email's
  * status to the highest-ranked of its new events where that does not rank below its status now
- * (unless `statusMoved`: the caller has just moved it with statusAfter, in the same transaction),
- * and writes the webhook calls the appended events owe, in one statement. Answers the events
- * appended. Uses the email_events primary key and email_events_dedupe, then the emails primary key.
+ * (unless `ranks` is null: the caller has just moved it, in the same transaction), in one
+ * statement. Answers, for each event given, whether it was appended. Uses the email_events primary
+ * key and email_events_dedupe, then the emails primary key.
  */
-export async function appendEvents(tx: Db, events: NewEvent[], now: Date, statusMoved = false): Promise<NewEvent[]> {
+export async function appendEvents(tx: Db, events: NewEvent[], now: Date, ranks: StatusRanks | null): Promise<boolean[]> {
   if (events.length === 0) return [];
   const rows = events.map((event, ord) => ({ team_id: event.teamId, email_id: event.emailId, status: event.status, data: event.data, dedupe_key: event.dedupeKey, ord }));
-  const { rows: appended } = await sql<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null; dedupe_key: string | null }>`
+  const { rows: keyed } = await sql<{ team_id: number; email_id: string; dedupe_key: string }>`
     WITH ev AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
         AS ev(team_id integer, email_id text, status text, data jsonb, dedupe_key text, ord integer)
@@ -77,25 +40,19 @@ export async function appendEvents(tx: Db, events: NewEvent[], now: Date, status
       INSERT INTO email_events (team_id, email_id, status, data, created_at, dedupe_key)
       SELECT team_id, email_id, status, data, ${now}, dedupe_key FROM ev ORDER BY ord
       ON CONFLICT (team_id, email_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-      RETURNING team_id, email_id, status, data, dedupe_key, seq
-    )${statusMoved ? sql`` : sql`, latest AS (
+      RETURNING team_id, email_id, status, dedupe_key, seq
+    )${ranks === null ? sql`` : sql`, latest AS (
       SELECT DISTINCT ON (team_id, email_id) team_id, email_id, status FROM inserted
-      ORDER BY team_id, email_id, ${rank(sql.ref('status'))} DESC, seq DESC
+      ORDER BY team_id, email_id, ${rankSql(sql.ref('status'), ranks)} DESC, seq DESC
     ), moved AS (
       UPDATE emails e SET status = l.status, updated_at = ${now}
       FROM latest l
-      WHERE e.team_id = l.team_id AND e.id = l.email_id AND ${rank(sql.ref('l.status'))} >= ${rank(sql.ref('e.status'))}
-    )`}, appended AS (
-      -- A probe of the emails primary key per event (OFFSET 0 keeps the planner from making it a
-      -- join it might run as a scan of every email: PGlite's tables have no statistics).
-      SELECT e.*, i.status AS status_now, i.data AS details, ${now}::timestamptz AS at, i.seq AS ord
-      FROM inserted i
-      CROSS JOIN LATERAL (SELECT * FROM emails e WHERE e.team_id = i.team_id AND e.id = i.email_id OFFSET 0) e
-    ), calls AS (
-      ${emailEventCalls('appended', 'status_now', sql`${[...new Set(events.map((event) => event.teamId))]}::integer[]`)}
-    )
-    SELECT team_id, email_id, status, data, dedupe_key FROM inserted ORDER BY seq`.execute(tx);
-  return appended.map((row) => ({ teamId: row.team_id, emailId: row.email_id, status: row.status, data: row.data, dedupeKey: row.dedupe_key }));
+      WHERE e.team_id = l.team_id AND e.id = l.email_id AND ${rankSql(sql.ref('l.status'), ranks)} >= ${rankSql(sql.ref('e.status'), ranks)}
+    )`}
+    SELECT team_id, email_id, dedupe_key FROM inserted WHERE dedupe_key IS NOT NULL`.execute(tx);
+  // An event without a key is always appended; one with a key, when its key was new to its email.
+  const appended = new Set(keyed.map((row) => `${row.team_id} ${row.email_id} ${row.dedupe_key}`));
+  return events.map((event) => event.dedupeKey === null || appended.has(`${event.teamId} ${event.emailId} ${event.dedupeKey}`));
 }
 
 export type Counted = { teamId: number; emailId: string; kind: CountKind; campaignId: string | null; domainId: number; contactId: string | null };
@@ -160,24 +117,22 @@ export async function addSuppressions(tx: Db, entries: { teamId: number; email: 
 
 /**
  * Takes campaign recipients out of their book's mailing for a bounce or complaint, keeping a
- * reason they already have, with the webhook calls of the change. Rare, so a join per call: the
- * campaigns and contacts primary keys.
+ * reason they already have. Answers the contacts it changed, as it left them. Rare, so a join per
+ * recipient: the campaigns and contacts primary keys.
  */
 export async function unsubscribeRecipients(
   tx: Db,
   recipients: { teamId: number; campaignId: string; contactId: string; reason: 'BOUNCED' | 'COMPLAINED' }[],
   now: Date,
-) {
-  if (recipients.length === 0) return;
+): Promise<Selectable<ContactsTable>[]> {
+  if (recipients.length === 0) return [];
   const json = JSON.stringify(recipients.map((r) => ({ team_id: r.teamId, campaign_id: r.campaignId, contact_id: r.contactId, reason: r.reason })));
-  await sql`
-    WITH changed AS (
-      UPDATE contacts c SET subscribed = false, unsubscribe_reason = COALESCE(c.unsubscribe_reason, r.reason), updated_at = ${now}
-      FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, campaign_id text, contact_id text, reason text)
-      JOIN campaigns cp ON cp.team_id = r.team_id AND cp.id = r.campaign_id
-      WHERE c.team_id = r.team_id AND c.contact_book_id = cp.contact_book_id AND c.id = r.contact_id
-        AND (c.subscribed OR c.unsubscribe_reason IS NULL)
-      RETURNING c.*
-    )
-    ${contactEventCalls('changed', 'contact.updated', sql`${[...new Set(recipients.map((r) => r.teamId))]}::integer[]`, now)}`.execute(tx);
+  const { rows } = await sql<Selectable<ContactsTable>>`
+    UPDATE contacts c SET subscribed = false, unsubscribe_reason = COALESCE(c.unsubscribe_reason, r.reason), updated_at = ${now}
+    FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, campaign_id text, contact_id text, reason text)
+    JOIN campaigns cp ON cp.team_id = r.team_id AND cp.id = r.campaign_id
+    WHERE c.team_id = r.team_id AND c.contact_book_id = cp.contact_book_id AND c.id = r.contact_id
+      AND (c.subscribed OR c.unsubscribe_reason IS NULL)
+    RETURNING c.*`.execute(tx);
+  return rows;
 }

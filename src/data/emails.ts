@@ -1,10 +1,11 @@
 import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
-import { REUSED } from '../db/copy.js';
+import { REUSED } from '../db/reused-statements.js';
 import type { CountKind, EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
 import type { OutgoingEmail } from '../mail/mime.js';
-import { countOnceCtes, rank } from './email-events.js';
-import { emailEventCalls, isoSql } from './webhook-outbox.js';
+import { countOnceCtes, rankSql, type StatusRanks } from './email-events.js';
+import { fromEpochMs, isoSql } from './sql-values.js';
+import { callRows, callsFrom, type CallRow } from './webhook-outbox.js';
 import { claimIsFree } from './workers.js';
 
 export type EmailRow = Selectable<EmailsTable>;
@@ -23,15 +24,12 @@ export type NewEmail = OutgoingEmail & {
   templateId?: string | null;
 };
 
-/** The status an email is stored with. */
-export const firstStatus = (email: Pick<NewEmail, 'scheduledAt'>): EmailStatus => (email.scheduledAt ? 'SCHEDULED' : 'QUEUED');
-
 /**
  * An email as a row of the emails table, in JSON: one parameter carries a whole group of them. Its
  * times travel as milliseconds since the epoch: JSON.stringify of a Date (its toJSON) cost more
  * than the rest of the row together.
  */
-function emailRecord(email: NewEmail) {
+function emailRecord(email: NewEmail, status: EmailStatus) {
   return {
     team_id: email.teamId,
     id: email.id,
@@ -47,7 +45,7 @@ function emailRecord(email: NewEmail) {
     headers: email.headers,
     attachments: email.attachments,
     message_id: email.messageId,
-    status: firstStatus(email),
+    status,
     scheduled_ms: email.scheduledAt?.getTime() ?? null,
     send_ms: email.sendAt.getTime(),
     created_ms: email.createdAt.getTime(),
@@ -62,16 +60,13 @@ const EMAIL_COLUMNS = sql.raw(`r(
   reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
   scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text)`);
 
-/** The instant `ms` milliseconds after the epoch: whole microseconds, exact until the year 2255 (a float of seconds would round). */
-const fromEpochMs = (column: string) => sql.raw(`timestamptz 'epoch' + ${column} * interval '1 millisecond'`);
-
 /**
- * The rows and the webhook calls their first events (SCHEDULED or QUEUED) owe, in one statement
- * whose text is the same whatever the number of rows (they travel as one JSON parameter), so the
- * server parses one statement, not one per group size. The first events themselves are read off
- * the rows (see listEvents), not stored.
+ * The rows, each with its first status, and the webhook calls their first events owe, in one
+ * statement whose text is the same whatever the number of rows (they travel as one JSON
+ * parameter), so the server parses one statement, not one per group size. The first events
+ * themselves are read off the rows (see listEvents), not stored.
  */
-export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
+export async function insertEmails(db: Db, emails: NewEmail[], statuses: EmailStatus[], calls: CallRow[]): Promise<void> {
   const teamIds = [...new Set(emails.map((email) => email.teamId))];
   await sql`${sql.raw(REUSED)}
     WITH inserted AS (
@@ -82,14 +77,9 @@ export async function insertEmails(db: Db, emails: NewEmail[]): Promise<void> {
         subject, html, text, headers, attachments, message_id, status, ${fromEpochMs('scheduled_ms')}, ${fromEpochMs('scheduled_ms')},
         ${fromEpochMs('send_ms')}, ${fromEpochMs('created_ms')}, ${fromEpochMs('created_ms')},
         contact_book_id, contact_id, template_id
-      FROM jsonb_to_recordset(${JSON.stringify(emails.map(emailRecord))}::jsonb) AS ${EMAIL_COLUMNS}
-      RETURNING team_id, id, domain_id, status, scheduled_at, created_at
-    ), first_events AS (
-      SELECT *, CASE WHEN scheduled_at IS NULL THEN NULL ELSE jsonb_build_object('scheduledAt', ${isoSql(sql.ref('scheduled_at'))}) END AS details,
-        created_at AS at, row_number() OVER () AS ord
-      FROM inserted
+      FROM jsonb_to_recordset(${JSON.stringify(emails.map((email, index) => emailRecord(email, statuses[index]!)))}::jsonb) AS ${EMAIL_COLUMNS}
     ), calls AS (
-      ${emailEventCalls('first_events', 'status', sql`${teamIds}::integer[]`)}
+      ${callsFrom(callRows(calls), teamIds)}
     )
     SELECT 1`.execute(db);
 }
@@ -143,14 +133,15 @@ export async function listEmails(db: Db, teamId: number, filters: EmailFilters, 
 
 /**
  * Moves a SCHEDULED email no dispatcher has claimed: cancels it (`sendAt` null) or reschedules it,
- * with its event and webhook calls, in one statement. Against a claim it loses cleanly: the claim's row lock makes
- * it wait, then it sees `claimed_by` set and changes nothing. Undefined when it changed nothing.
+ * with its event and the webhook calls it owes (`call`), in one statement. Against a claim it loses
+ * cleanly: the claim's row lock makes it wait, then it sees `claimed_by` set and changes nothing.
+ * Undefined when it changed nothing.
  */
 export async function changeSchedule(
   db: Db,
   teamId: number,
   id: string,
-  change: { status: 'CANCELLED' | 'SCHEDULED'; sendAt: Date | null; data: Record<string, unknown> | null; now: Date },
+  change: { status: 'CANCELLED' | 'SCHEDULED'; sendAt: Date | null; data: Record<string, unknown> | null; now: Date; call: CallRow },
 ) {
   const changed = db
     .updateTable('emails')
@@ -161,13 +152,11 @@ export async function changeSchedule(
     .where('claimed_by', 'is', null)
     .returningAll();
   const { rows } = await sql<{ email_id: string }>`
-    WITH changed AS (${changed}), event AS (
-      SELECT *, ${JSON.stringify(change.data)}::jsonb AS details, ${change.now}::timestamptz AS at, 1 AS ord FROM changed
-    ), calls AS (
-      ${emailEventCalls('event', 'status', sql`ARRAY[${teamId}]::integer[]`)}
+    WITH changed AS (${changed}), calls AS (
+      ${callsFrom(sql`SELECT c.* FROM (${callRows([change.call])}) c WHERE EXISTS (SELECT 1 FROM changed)`, [teamId])}
     )
     INSERT INTO email_events (team_id, email_id, status, data, created_at)
-    SELECT team_id, id, status, details, at FROM event
+    SELECT team_id, id, status, ${JSON.stringify(change.data)}::jsonb, ${change.now} FROM changed
     RETURNING email_id`.execute(db);
   return rows[0];
 }
@@ -175,7 +164,7 @@ export async function changeSchedule(
 export const CLAIMED_COLUMNS = [
   'team_id', 'id', 'domain_id', 'from_address', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to_addresses',
   'subject', 'html', 'text', 'headers', 'attachments', 'message_id', 'attempts', 'scheduled_at', 'created_at',
-  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'claimed_by',
+  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'template_id', 'claimed_by',
 ] as const;
 export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 
@@ -235,69 +224,71 @@ function releaseRows(releases: ClaimRelease[]) {
  * and was claimed again is left to its new claimant. One write of each row: the events written
  * with it need not move the status again. Uses the emails primary key.
  */
-const releaseUpdate = (now: Date, returning: RawBuilder<unknown>) => sql`
+const releaseUpdate = (now: Date, ranks: StatusRanks, returning: RawBuilder<unknown>) => sql`
     UPDATE emails e
     SET send_at = v.send_at, attempts = v.attempts, claimed_by = NULL, lease_until = NULL, updated_at = ${now},
-      status = CASE WHEN v.status IS NOT NULL AND ${rank(sql.ref('v.status'))} >= ${rank(sql.ref('e.status'))} THEN v.status ELSE e.status END
+      status = CASE WHEN v.status IS NOT NULL AND ${rankSql(sql.ref('v.status'), ranks)} >= ${rankSql(sql.ref('e.status'), ranks)} THEN v.status ELSE e.status END
     FROM v
     WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = v.claimed_by
     RETURNING ${returning}`;
 
 /** Lets go of claimed rows (releaseUpdate), whose events the caller then appends in the same transaction. Answers the ids written. */
-export async function releaseClaims(tx: Db, releases: ClaimRelease[], now: Date): Promise<Set<string>> {
+export async function releaseClaims(tx: Db, releases: ClaimRelease[], ranks: StatusRanks, now: Date): Promise<Set<string>> {
   if (releases.length === 0) return new Set();
   const { rows: written } = await sql<{ id: string }>`
     WITH v AS (SELECT * FROM ${releaseRows(releases)})
-    ${releaseUpdate(now, sql`e.id`)}`.execute(tx);
+    ${releaseUpdate(now, ranks, sql`e.id`)}`.execute(tx);
   return new Set(written.map((row) => row.id));
 }
 
 /**
  * What sending usually leaves, in one statement and so without a transaction of its own: lets go of
  * the claimed rows (releaseUpdate), appends the events of those whose claim held, in order, with
- * the webhook calls they owe, and counts them once (countOnceCtes). For outcomes that suppress no
- * address and count no hard bounce or complaint (those go through applyEvents). Answers the ids
- * written and the events appended.
+ * the webhook calls they owe (`calls`, one per event, whose subject is its email), and counts them
+ * once (countOnceCtes). For outcomes that suppress no address and count no hard bounce or
+ * complaint (those go through applyEvents). Answers the ids written and the statuses of the
+ * events appended.
  */
 export async function releaseWithEvents(
   db: Db,
-  releases: ClaimRelease[],
-  events: Array<{ teamId: number; emailId: string; status: EmailStatus; data: Record<string, unknown> | null; kinds: CountKind[] }>,
+  write: {
+    releases: ClaimRelease[];
+    events: Array<{ teamId: number; emailId: string; status: EmailStatus; data: Record<string, unknown> | null; kinds: CountKind[] }>;
+    calls: CallRow[];
+    ranks: StatusRanks;
+  },
   now: Date,
-): Promise<{ written: Set<string>; appended: Array<{ teamId: number; emailId: string; status: EmailStatus; data: Record<string, unknown> | null }> }> {
+): Promise<{ written: Set<string>; appended: Array<{ status: EmailStatus }> }> {
+  const { releases, events, calls, ranks } = write;
   if (releases.length === 0) return { written: new Set(), appended: [] };
   const eventRows = events.map((event, ord) => ({ team_id: event.teamId, email_id: event.emailId, status: event.status, data: event.data, ord }));
   const kinds = events.flatMap((event) => event.kinds.map((kind) => ({ team_id: event.teamId, email_id: event.emailId, kind })));
-  const { rows } = await sql<{ written: string[] | null; appended: Array<{ team_id: number; email_id: string; status: EmailStatus; data: Record<string, unknown> | null }> | null }>`${sql.raw(REUSED)}
+  const { rows } = await sql<{ written: string[] | null; appended: EmailStatus[] | null }>`${sql.raw(REUSED)}
     WITH v AS (SELECT * FROM ${releaseRows(releases)}),
-    released AS (${releaseUpdate(now, sql`e.team_id, e.id, e.domain_id`)}),
+    released AS (${releaseUpdate(now, ranks, sql`e.team_id, e.id`)}),
     inserted AS (
       INSERT INTO email_events (team_id, email_id, status, data, created_at)
       SELECT ev.team_id, ev.email_id, ev.status, ev.data, ${now}
       FROM jsonb_to_recordset(${JSON.stringify(eventRows)}::jsonb) AS ev(team_id integer, email_id text, status text, data jsonb, ord integer)
       JOIN released r ON r.team_id = ev.team_id AND r.id = ev.email_id
       ORDER BY ev.ord
-      RETURNING team_id, email_id, status, data, seq
-    ), appended AS (
-      SELECT r.team_id, r.id, r.domain_id, i.status AS status_now, i.data AS details, ${now}::timestamptz AS at, i.seq AS ord
-      FROM inserted i JOIN released r ON r.team_id = i.team_id AND r.id = i.email_id
+      RETURNING status, seq
     ), calls AS (
-      ${emailEventCalls('appended', 'status_now', sql`${[...new Set(releases.map((r) => r.teamId))]}::integer[]`)}
+      ${callsFrom(sql`SELECT c.* FROM (${callRows(calls)}) c JOIN released r ON r.team_id = c.team_id AND r.id = c.subject_key`, [...new Set(releases.map((r) => r.teamId))])}
     ), k AS (
       SELECT DISTINCT k.team_id, k.email_id, k.kind
       FROM jsonb_to_recordset(${JSON.stringify(kinds)}::jsonb) AS k(team_id integer, email_id text, kind text)
       JOIN released r ON r.team_id = k.team_id AND r.id = k.email_id
     ), ${countOnceCtes('k', now)}
-    SELECT (SELECT array_agg(id) FROM released) AS written,
-      (SELECT json_agg(json_build_object('team_id', team_id, 'email_id', email_id, 'status', status, 'data', data) ORDER BY seq) FROM inserted) AS appended`.execute(db);
+    SELECT (SELECT array_agg(id) FROM released) AS written, (SELECT array_agg(status ORDER BY seq) FROM inserted) AS appended`.execute(db);
   const [row] = rows;
-  return {
-    written: new Set(row?.written ?? []),
-    appended: (row?.appended ?? []).map((a) => ({ teamId: a.team_id, emailId: a.email_id, status: a.status, data: a.data })),
-  };
+  return { written: new Set(row?.written ?? []), appended: (row?.appended ?? []).map((status) => ({ status })) };
 }
 
-export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'contact_id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'message_id'> & {
+export type FeedbackEmail = Pick<
+  EmailRow,
+  'team_id' | 'id' | 'campaign_id' | 'contact_id' | 'to_addresses' | 'cc_addresses' | 'bcc_addresses' | 'message_id' | 'from_address' | 'subject' | 'domain_id' | 'template_id'
+> & {
   /** The sending domain's name and DKIM key; null once the domain is deleted. */
   domain_name: string | null;
   dkim_selector: string | null;
@@ -316,7 +307,7 @@ export type FeedbackEmail = Pick<EmailRow, 'team_id' | 'id' | 'campaign_id' | 'c
 export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {
   const { rows } = await sql<FeedbackEmail>`
     SELECT e.team_id, e.id, e.campaign_id, e.contact_id, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.message_id,
-      d.name AS domain_name, d.dkim_selector, d.dkim_public_key, c.contact_book_id,
+      e.from_address, e.subject, e.domain_id, e.template_id, d.name AS domain_name, d.dkim_selector, d.dkim_public_key, c.contact_book_id,
       EXISTS (SELECT 1 FROM email_events ev WHERE ev.team_id = e.team_id AND ev.email_id = e.id AND ev.status = 'SENT') AS handed_over
     FROM emails e
     LEFT JOIN domains d ON d.team_id = e.team_id AND d.id = e.domain_id

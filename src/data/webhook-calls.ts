@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import { callDataSql, sortableIdSql } from './webhook-outbox.js';
+import { sortableIdSql } from './sql-values.js';
 import type { Db } from '../db/connection.js';
 import type { WebhookCallsTable, WebhookCallStatus } from '../db/schema.js';
 
@@ -8,13 +8,6 @@ import type { WebhookCallsTable, WebhookCallStatus } from '../db/schema.js';
 // records them (webhook-delivery.ts).
 
 export type CallRow = Selectable<WebhookCallsTable>;
-
-// A call as it is read: every column, `data` the payload's (see callDataSql).
-const CALL = [
-  'team_id', 'webhook_id', 'id', 'seq', 'type', 'subject_key', 'status', 'attempt', 'next_attempt_at', 'response_status',
-  'response_time_ms', 'last_error', 'claimed_by', 'lease_until', 'created_at', 'updated_at',
-] as const satisfies readonly Exclude<keyof WebhookCallsTable, 'data'>[];
-const callData = callDataSql('webhook_calls').as('data');
 
 export type NewCall = {
   teamId: number;
@@ -48,7 +41,7 @@ export async function insertCall(db: Db, call: NewCall, now: Date): Promise<Call
 export async function findCall(db: Db, teamId: number, webhookId: string, id: string): Promise<CallRow | undefined> {
   return db
     .selectFrom('webhook_calls')
-    .select([...CALL, callData])
+    .selectAll()
     .where('team_id', '=', teamId)
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
@@ -68,7 +61,7 @@ export async function listCalls(
   let query = db.selectFrom('webhook_calls').where('team_id', '=', teamId).where('webhook_id', '=', webhookId);
   if (page.status !== undefined) query = query.where('status', '=', page.status);
   const [rows, total] = await Promise.all([
-    query.select([...CALL, callData]).orderBy('id', 'desc').offset(page.offset).limit(page.limit).execute(),
+    query.selectAll().orderBy('id', 'desc').offset(page.offset).limit(page.limit).execute(),
     query.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow(),
   ]);
   return { rows, count: Number(total.count) };
@@ -88,6 +81,6 @@ export async function retryCall(db: Db, teamId: number, webhookId: string, id: s
     .where('webhook_id', '=', webhookId)
     .where('id', '=', id)
     .where('status', '<>', 'PENDING')
-    .returning([...CALL, callData])
+    .returningAll()
     .executeTakeFirst();
 }

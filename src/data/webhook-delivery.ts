@@ -1,6 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
-import { callDataSql } from './webhook-outbox.js';
 import { claimIsFree } from './workers.js';
 
 /** A call claimed for an attempt, with what posting it takes. */
@@ -105,7 +104,7 @@ export async function claimDueCalls(
         SELECT 1 FROM webhook_calls e
         WHERE e.team_id = c.team_id AND e.webhook_id = c.webhook_id AND e.subject_key = c.subject_key
           AND e.status = 'PENDING' AND e.created_at < c.created_at)
-    RETURNING c.team_id, c.webhook_id, c.id, c.type, ${callDataSql('c')} AS data, c.attempt, c.created_at`.execute(db);
+    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at`.execute(db);
   if (claimed.length < picked.length) {
     const taken = new Set(claimed.map((call) => `${call.team_id}:${call.webhook_id}:${call.id}`));
     await moveBehindEarlier(db, picked.filter((p) => !taken.has(`${p.team_id}:${p.webhook_id}:${p.id}`)));

@@ -2,7 +2,8 @@ import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { CopyingClient, pgliteWithCopy } from './copy.js';
+import { PgClient } from './pg-client.js';
+import { pgliteClient } from './pglite-client.js';
 import { removeOthersAccess } from './private-dir.js';
 import type { Database } from './schema.js';
 
@@ -27,14 +28,14 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export async function openDatabase(source: DatabaseSource): Promise<DatabaseHandle> {
   if ('url' in source) {
-    const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10, Client: CopyingClient });
+    const pool = new pg.Pool({ connectionString: source.url, max: source.poolSize ?? 10, Client: PgClient });
     // An idle connection that the server ends (restart, failover, admin termination) is dropped by
     // the pool and replaced on demand; unheard, the pool's 'error' event would end the process.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy(), inUse: () => pool.totalCount - pool.idleCount };
   }
-  const pglite = pgliteWithCopy('pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata')));
+  const pglite = pgliteClient('pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata')));
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   // Its one connection is busy while anything is under way, whether running or waiting its turn.
   return { db, kind: 'pglite', close: () => db.destroy(), inUse: () => Math.min(pglite.running, 1) };

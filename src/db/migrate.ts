@@ -3,15 +3,17 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { Logger } from '../log.js';
 import { openDatabase, type DatabaseHandle, type DatabaseSource, type Db } from './connection.js';
+import { runScript } from './scripts.js';
 
 const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 // Any constant works; it only has to be the same in every process that migrates this database.
 const MIGRATION_LOCK_KEY = 727_001;
 
 /**
- * Applies the migrations not yet recorded, in file-name order, in one transaction that holds an
- * advisory lock: two processes starting at once apply each migration exactly once, and a failure
- * leaves the schema as it was. With `through`, none after that file: a database as an earlier
+ * Applies the migrations not yet recorded, in file-name order, each file run whole as one script
+ * (so a PL/pgSQL body may be laid out over lines), in one transaction that holds an advisory lock:
+ * two processes starting at once apply each migration exactly once, and a failure leaves the
+ * schema as it was. With `through`, none after that file: a database as an earlier
  * version left it, for a migration to be tried on.
  */
 export async function migrate(db: Db, options: { through?: string } = {}): Promise<string[]> {
@@ -30,24 +32,11 @@ export async function migrate(db: Db, options: { through?: string } = {}): Promi
     );
     const pending = files.filter((name) => !applied.has(name));
     for (const name of pending) {
-      const text = await readFile(migrationsDir + name, 'utf8');
-      for (const statement of splitStatements(text)) await sql.raw(statement).execute(tx);
+      await runScript(tx, await readFile(migrationsDir + name, 'utf8'));
       await sql`INSERT INTO schema_migrations (name) VALUES (${name})`.execute(tx);
     }
     return pending;
   });
-}
-
-/**
- * PGlite's extended protocol takes one statement per query, so files are split at semicolons that
- * end a line. Migrations therefore keep statements free of line-ending semicolons inside bodies.
- */
-function splitStatements(text: string): string[] {
-  return text
-    .replace(/^\s*--.*$/gm, '')
-    .split(/;\s*$/m)
-    .map((statement) => statement.trim())
-    .filter(Boolean);
 }
 
 /** Opens the database and brings its schema up to date; what the service and the CLI both start with. */

@@ -221,15 +221,6 @@ export interface IdempotencyKeysTable {
   created_at: Timestamp;
 }
 
-/** Upstream's event names (and `campaign.status_changed`, ours), in the order the API lists them. */
-export const WEBHOOK_EVENT_TYPES = [
-  'email.queued', 'email.scheduled', 'email.sent', 'email.delivery_delayed', 'email.delivered', 'email.bounced',
-  'email.rejected', 'email.complained', 'email.failed', 'email.cancelled', 'email.suppressed', 'email.opened',
-  'email.clicked', 'contact.created', 'contact.updated', 'contact.deleted', 'domain.created', 'domain.verified',
-  'domain.updated', 'domain.deleted', 'campaign.status_changed', 'webhook.test',
-] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
-
 export type WebhookStatus = 'ACTIVE' | 'PAUSED' | 'AUTO_DISABLED';
 export type WebhookCallStatus = 'PENDING' | 'DELIVERED' | 'FAILED' | 'DISCARDED';
 

@@ -1,6 +1,8 @@
 import type { Resolver } from 'node:dns/promises';
 import * as domains from '../data/domains.js';
 import type { Deps } from '../deps.js';
+import { reportDomainChange } from '../events/domains.js';
+import { startWorkerLoop } from '../workers/loop.js';
 import { ownClaims, type Claims } from '../workers/registry.js';
 import { createDnsResolver, evaluateCheck, lookUpRecords } from './checker.js';
 
@@ -20,14 +22,6 @@ const LEASE_MS = 120_000;
 export function startDomainWorker(deps: DomainWorkerDeps, options: { claims?: Claims } = {}): DomainWorker {
   const claims = options.claims ?? ownClaims();
   const resolver = createDnsResolver(deps.config);
-  const inFlight = new Set<Promise<void>>();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-
-  const track = (work: Promise<void>) => {
-    inFlight.add(work);
-    void work.then(() => inFlight.delete(work));
-  };
   const claimAndCheck = async (limit: number, id?: number) => {
     const now = new Date();
     const claimed = await domains.claimDueDomains(deps.db, {
@@ -36,32 +30,25 @@ export function startDomainWorker(deps: DomainWorkerDeps, options: { claims?: Cl
     await Promise.all(claimed.map((domain) => checkClaimed(deps, resolver, domain)));
     return claimed.length;
   };
-  const poll = async () => {
-    let claimed = 0;
-    try {
-      claimed = await claimAndCheck(BATCH);
-    } catch (error) {
-      deps.log.error('domain check poll failed', { error });
-    }
+  const loop = startWorkerLoop({
     // A full batch means more may be due: go on at once.
-    if (!stopped) timer = setTimeout(() => track(poll()), claimed === BATCH ? 0 : deps.config.domainWorkerPollMs);
-  };
+    pass: async () => (await claimAndCheck(BATCH)) === BATCH,
+    pollMs: deps.config.domainWorkerPollMs,
+    onError: (error) => deps.log.error('domain check poll failed', { error }),
+  });
 
+  // The requested domain alone, beside the passes: it is checked now even when many others are due.
   const unsubscribe = deps.signals.on('domainCheckDue', (domainId) => {
-    if (stopped) return;
-    track(claimAndCheck(1, domainId).then(
+    void loop.track(claimAndCheck(1, domainId).then(
       () => undefined,
       (error: unknown) => deps.log.error('domain check failed', { error, domainId }),
     ));
   });
-  track(poll());
 
   return {
     async stop() {
-      stopped = true;
       unsubscribe();
-      clearTimeout(timer);
-      while (inFlight.size > 0) await Promise.all(inFlight);
+      await loop.stop();
     },
   };
 }
@@ -79,7 +66,12 @@ async function checkClaimed(deps: DomainWorkerDeps, resolver: Resolver, domain: 
       new Date(),
       deps.config,
     );
-    const written = await domains.recordCheck(deps.db, domain.id, domain.claim_token, outcome);
+    const written = await deps.db.transaction().execute(async (tx) => {
+      const before = await domains.findClaimedDomain(tx, domain.id, domain.claim_token);
+      const after = before && (await domains.recordCheck(tx, domain.id, domain.claim_token, outcome));
+      if (after) await reportDomainChange(tx, before!, after, outcome.lastCheckedAt);
+      return after !== undefined;
+    });
     const fields = { domainId: domain.id, teamId: domain.team_id, name: domain.name, status: outcome.status };
     if (!written) deps.log.debug('domain check superseded by a newer one', fields);
     else if (outcome.status !== domain.status) deps.log.info('domain status changed', { ...fields, from: domain.status, verificationError: outcome.verificationError });

@@ -4,6 +4,7 @@ import { pauseCampaignsOfDomain } from '../data/campaigns.js';
 import type { Counted } from '../data/email-events.js';
 import { recentWindow } from '../data/email-stats.js';
 import type { Logger } from '../log.js';
+import { reportCampaignStatuses } from './campaigns.js';
 
 export type GuardDeps = {
   db: Db;
@@ -44,7 +45,11 @@ export async function guardReputation(deps: GuardDeps, counted: Counted[]): Prom
   for (const { teamId, domainId } of hit.values()) {
     const reason = await reputationBreach(deps, teamId, domainId);
     if (!reason) continue;
-    const paused = await deps.db.transaction().execute((tx) => pauseCampaignsOfDomain(tx, teamId, domainId, reason, new Date()));
+    const paused = await deps.db.transaction().execute(async (tx) => {
+      const changes = await pauseCampaignsOfDomain(tx, teamId, domainId, reason, new Date());
+      await reportCampaignStatuses(tx, changes);
+      return changes.map((change) => change.row.id);
+    });
     if (paused.length > 0) deps.log.warn('campaigns paused by the reputation guard', { teamId, domainId, campaigns: paused, reason });
   }
 }

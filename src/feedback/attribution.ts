@@ -93,7 +93,7 @@ function dsnEvent(recipient: DsnRecipient, reportingMta: string | null): { statu
  */
 function reportEvents(email: FeedbackEmail, report: Report): EventInput[] {
   if (!email.handed_over) return [];
-  const base = { teamId: email.team_id, emailId: email.id };
+  const base = { teamId: email.team_id, email };
   const own = recipientsOf(email);
   if (report.kind === 'dsn') {
     return report.recipients.flatMap((recipient): EventInput[] => {

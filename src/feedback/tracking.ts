@@ -6,7 +6,7 @@ import { recordEvents, type EventDeps, type EventInput } from '../events/apply-e
 async function recordTracking(deps: EventDeps, emailId: string, event: Pick<EventInput, 'status' | 'data' | 'dedupeKey'>): Promise<boolean> {
   const email = await findEmailForFeedback(deps.db, emailId);
   if (!email) return false;
-  await recordEvents(deps, [{ teamId: email.team_id, emailId, ...event }]);
+  await recordEvents(deps, [{ teamId: email.team_id, email, ...event }]);
   return true;
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Hono } from 'hono';
+import { AnswerCache } from '../reuse-for.js';
 
 const require = createRequire(import.meta.url);
 const assetDir = path.dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -35,7 +36,7 @@ const SECURITY_HEADERS = {
 /** The interactive reference, served from the package's own files so it works with no internet. */
 export function docsRoutes() {
   const docs = new Hono();
-  const cache = new Map<string, string>();
+  const files = new AnswerCache<string, string>({ maxEntries: Object.keys(assets).length });
   docs.use('*', async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
@@ -46,11 +47,7 @@ export function docsRoutes() {
     const name = c.req.param('asset');
     const type = assets[name];
     if (!type) return c.notFound();
-    let body = cache.get(name);
-    if (body === undefined) {
-      body = readFileSync(path.join(assetDir, name), 'utf8');
-      cache.set(name, body);
-    }
+    const body = files.get(name, () => readFileSync(path.join(assetDir, name), 'utf8'));
     return c.body(body, 200, { 'Content-Type': type, 'Cache-Control': 'public, max-age=86400' });
   });
   return docs;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callBodySchema, EVENT_TYPES } from '../events/contract.js';
 import type { RouteDef } from './route.js';
 
 const errorFields = {
@@ -99,5 +100,20 @@ export function buildOpenApi(routes: RouteDef[]) {
       schemas: { Error: errorSchema, LegacyError: legacyErrorSchema },
     },
     paths,
+    // The calls Mailroom makes to a team's webhooks, one per event type, with the exact body of each.
+    webhooks: Object.fromEntries(
+      EVENT_TYPES.map((type) => [
+        type,
+        {
+          post: {
+            operationId: `webhook.${type}`,
+            tags: ['Webhook events'],
+            summary: `The call for ${type}`,
+            requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(callBodySchema(type), 'output') } } },
+            responses: { '200': { description: 'Any 2xx answer ends the call; anything else is retried' } },
+          },
+        },
+      ]),
+    ),
   };
 }

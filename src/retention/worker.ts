@@ -3,6 +3,7 @@ import { IDEMPOTENCY_TTL_MS } from '../data/idempotency-keys.js';
 import * as retention from '../data/retention.js';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
+import { startWorkerLoop } from '../workers/loop.js';
 
 export type RetentionDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'log'>;
 export type RetentionWorker = { stop(): Promise<void> };
@@ -53,30 +54,14 @@ export async function runRetention(
  * one PostgreSQL, whichever gets there first runs it and the others skip that round.
  */
 export function startRetention(deps: RetentionDeps, options: { batchSize?: number } = {}): RetentionWorker {
-  const stopping = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-
-  const tick = () => {
-    running = runRetention(deps, { batchSize: options.batchSize, signal: stopping.signal })
-      .then(
-        (run) => {
-          if (!run) deps.log.debug('retention skipped: another process is running it');
-          else if (run.emailBodies + run.webhookCalls + run.idempotencyKeys + run.sessions > 0) deps.log.info('retention run', run);
-        },
-        (error: unknown) => deps.log.error('retention run failed; it runs again at the next interval', { error }),
-      )
-      .finally(() => {
-        if (!stopping.signal.aborted) timer = setTimeout(tick, deps.config.retentionIntervalMs);
-      });
-  };
-  tick();
-
-  return {
-    async stop() {
-      stopping.abort();
-      clearTimeout(timer);
-      await running;
+  const loop = startWorkerLoop({
+    pass: async (stopping) => {
+      const run = await runRetention(deps, { batchSize: options.batchSize, signal: stopping });
+      if (!run) deps.log.debug('retention skipped: another process is running it');
+      else if (run.emailBodies + run.webhookCalls + run.idempotencyKeys + run.sessions > 0) deps.log.info('retention run', run);
     },
-  };
+    pollMs: deps.config.retentionIntervalMs,
+    onError: (error) => deps.log.error('retention run failed; it runs again at the next interval', { error }),
+  });
+  return { stop: () => loop.stop() };
 }

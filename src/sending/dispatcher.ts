@@ -1,5 +1,5 @@
 import * as emails from '../data/emails.js';
-import { GroupedWrites } from '../data/grouped-writes.js';
+import { GroupedWrites } from '../db/grouped-writes.js';
 import type { ClaimedEmail } from '../data/emails.js';
 import type { Deps } from '../deps.js';
 import { KeyVaultError } from '../domains/key-vault.js';
@@ -8,6 +8,7 @@ import { compose, signedMessage, type CampaignComposer, type CampaignMail } from
 import { DomainSettingsCache } from './domain-settings.js';
 import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, releasedOutcome, type Outcome } from './outcomes.js';
 import type { Transport } from './transports/index.js';
+import { startWorkerLoop } from '../workers/loop.js';
 import { ownClaims, type Claims } from '../workers/registry.js';
 
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault' | 'metrics'>;
@@ -29,15 +30,10 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   const { db, config, log } = deps;
   const { transport, campaigns, claims = ownClaims() } = parts;
   const domains = new DomainSettingsCache(deps);
-  const inFlight = new Set<Promise<void>>();
   const totals = { claimed: 0, sent: 0, written: 0 };
-  let stopped = false;
-  let claiming: Promise<void> | null = null;
-  let wakeAgain = false;
-  let timer: NodeJS.Timeout | undefined;
   const outcomeWrites = new GroupedWrites<Outcome>(
     async (outcomes) => {
-      totals.written += await recordOutcomes(deps, outcomes, () => stopped);
+      totals.written += await recordOutcomes(deps, outcomes, () => loop.stopping.aborted);
       // The outcomes' events wrote webhook calls.
       deps.signals.emit('webhookCallsDue');
     },
@@ -60,7 +56,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const message = await signedMessage(composed, domain, new Date());
     // A stop lets the messages already with the relay finish and gives the rest back, so a drain
     // takes one SMTP exchange, not a whole batch.
-    if (stopped) return releasedOutcome(email, new Date());
+    if (loop.stopping.aborted) return releasedOutcome(email, new Date());
     const result = await transport.send(email.id, message, composed.envelope);
     if (result.kind === 'sent') totals.sent++;
     return outcomeOf(email, result, composed.skipped, new Date(), config);
@@ -114,54 +110,33 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize, silent: claims.silent() });
     if (batch.length === 0) return false;
     totals.claimed += batch.length;
+    if (loop.busy === 0) deps.signals.emit('dispatching', true);
     const work = processBatch(leaseUntil, batch).catch((error: unknown) =>
       log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length }),
     );
-    if (inFlight.size === 0) deps.signals.emit('dispatching', true);
-    inFlight.add(work);
-    void work.then(() => {
-      inFlight.delete(work);
-      if (inFlight.size === 0) deps.signals.emit('dispatching', false);
-      pump();
+    // A finished batch makes room: claiming goes on at once.
+    void loop.track(work).then(() => {
+      if (loop.busy === 0) deps.signals.emit('dispatching', false);
+      loop.wake();
     });
     return batch.length === config.dispatchBatchSize;
   };
 
-  /** Claims while there is room and due mail, then waits for a wake-up, a finished batch or the poll. */
-  function pump(): void {
-    if (stopped) return;
-    if (claiming) {
-      wakeAgain = true;
-      return;
-    }
-    clearTimeout(timer);
-    const claimWhileRoom = async () => {
-      let more = true;
-      while (!stopped && inFlight.size < config.dispatchConcurrency && (more || wakeAgain)) {
-        wakeAgain = false;
-        more = await claimOnce();
-      }
-    };
-    // Reset in a callback, which runs after this assignment even when there was no room to claim
-    // and the loop above finished without waiting for anything.
-    claiming = claimWhileRoom()
-      .catch((error: unknown) => log.error('claiming due emails failed', { error }))
-      .finally(() => {
-        claiming = null;
-        if (!stopped) timer = setTimeout(pump, config.dispatchPollMs);
-      });
-  }
-
-  const unsubscribe = [deps.signals.on('emailsDue', pump), deps.signals.on('domainChanged', (domainId) => domains.forget(domainId))];
-  pump();
+  /** Claims while there is room and due mail; then a wake-up, a finished batch or the poll brings the next pass. */
+  const loop = startWorkerLoop({
+    pass: async (stopping) => {
+      while (!stopping.aborted && loop.busy < config.dispatchConcurrency && (await claimOnce()));
+    },
+    pollMs: config.dispatchPollMs,
+    onError: (error) => log.error('claiming due emails failed', { error }),
+    wakeOn: { signals: deps.signals, names: ['emailsDue'] },
+  });
+  const forgetDomains = deps.signals.on('domainChanged', (domainId) => domains.forget(domainId));
 
   return {
     async stop() {
-      stopped = true;
-      for (const off of unsubscribe) off();
-      clearTimeout(timer);
-      await claiming;
-      while (inFlight.size > 0) await Promise.all(inFlight);
+      forgetDomains();
+      await loop.stop();
       await transport.close();
       log.info('dispatcher stopped', { transport: transport.name, ...totals });
     },

@@ -1,6 +1,7 @@
 import { findSendingDomain } from '../data/domains.js';
 import type { Deps } from '../deps.js';
 import { DkimSigner } from '../domains/dkim.js';
+import { AnswerCache } from '../reuse-for.js';
 
 /** What sending needs of a domain: its signer, and whether its mail is tracked. */
 export type DomainSettings = { signer: DkimSigner; openTracking: boolean; clickTracking: boolean };
@@ -21,23 +22,20 @@ export async function loadDomainSettings(deps: DomainSettingsDeps, teamId: numbe
 // A domain's key and tracking settings are read once per this long: a change made through another
 // process (this one's arrive as a domainChanged signal and apply at once) reaches the mail within it.
 const TTL_MS = 60_000;
+// Far more domains than one process sends from at a time.
+const MAX_DOMAINS = 10_000;
 
 /** Each domain's settings, read once per TTL_MS; decrypting a key costs more than a signature. */
 export class DomainSettingsCache {
-  private readonly entries = new Map<number, { settings: Promise<DomainSettings | null>; loadedAt: number }>();
+  private readonly settings = new AnswerCache<number, Promise<DomainSettings | null>>({ ttlMs: TTL_MS, maxEntries: MAX_DOMAINS });
 
   constructor(private readonly deps: DomainSettingsDeps) {}
 
   get(teamId: number, domainId: number): Promise<DomainSettings | null> {
-    const cached = this.entries.get(domainId);
-    if (cached && Date.now() - cached.loadedAt < TTL_MS) return cached.settings;
-    const settings = loadDomainSettings(this.deps, teamId, domainId);
-    this.entries.set(domainId, { settings, loadedAt: Date.now() });
-    settings.catch(() => this.entries.delete(domainId));
-    return settings;
+    return this.settings.get(domainId, () => loadDomainSettings(this.deps, teamId, domainId));
   }
 
   forget(domainId: number): void {
-    this.entries.delete(domainId);
+    this.settings.forget(domainId);
   }
 }

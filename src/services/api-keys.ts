@@ -9,7 +9,7 @@ import { ApiError, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseOrThrow } from '../validation.js';
 import { assertTeamWide, type Caller } from './caller.js';
-import { perDatabase, RECENT_READ_TTL_MS, RecentReads } from './recent-reads.js';
+import { recentReads } from './recent-reads.js';
 
 /** The caller a key stands for, with what the HTTP layer enforces: its permission and rate limit. */
 export type AuthContext = Caller & {
@@ -19,6 +19,10 @@ export type AuthContext = Caller & {
 };
 
 type KeyDeps = Pick<Deps, 'db'>;
+/** What reads or changes the keys a request may present. */
+type KeyReadDeps = Pick<Deps, 'db' | 'recentKeys'>;
+/** The operator's changes (the CLI) come from a process that may keep no keys (its own), with none to forget. */
+export type OperatorKeyDeps = KeyDeps & Partial<Pick<Deps, 'recentKeys'>>;
 
 const TOKEN_PREFIX = 'mr_';
 
@@ -47,22 +51,16 @@ export async function createApiKey(
   return { id: row.id, apiKey: token, permission: row.permission, domainId: row.domain_id };
 }
 
-type ActiveKey = Awaited<ReturnType<typeof keys.findActiveKeyByHash>>;
-
 // Every request presents its key: reading it once a second instead of once a request takes a
 // round trip off each call. A key revoked (or a team's limit changed) by another process takes
-// effect here within that second; by this process, at once.
-const recentKeys = perDatabase(() => new RecentReads<string, ActiveKey>(RECENT_READ_TTL_MS, (row) => row !== undefined));
+// effect here within that second; by this process, at once (`recentKeys.clear()` after anything
+// that revokes a key or changes what it carries).
+export const newRecentKeys = (): Deps['recentKeys'] => recentReads((row) => row !== undefined);
 
-/** Forgets the keys this process read lately: after anything that revokes a key or changes what it carries. */
-export function forgetRecentKeys(db: KeyDeps['db']): void {
-  recentKeys(db).clear();
-}
-
-export async function authenticate({ db }: KeyDeps, token: string): Promise<AuthContext | null> {
+export async function authenticate({ db, recentKeys }: KeyReadDeps, token: string): Promise<AuthContext | null> {
   if (!token.startsWith(TOKEN_PREFIX)) return null;
   const tokenHash = hashToken(token);
-  const row = await recentKeys(db).get(tokenHash, () => keys.findActiveKeyByHash(db, tokenHash));
+  const row = await recentKeys.get(tokenHash, () => keys.findActiveKeyByHash(db, tokenHash));
   if (!row) return null;
   return {
     teamId: row.team_id,
@@ -105,9 +103,9 @@ export async function createTeamApiKey({ db }: KeyDeps, caller: Caller, input: {
 }
 
 /** Revoking twice is harmless: the key stays revoked from the first time. */
-async function revoke(db: KeyDeps['db'], id: string, teamId?: number) {
+async function revoke({ db, recentKeys }: OperatorKeyDeps, id: string, teamId?: number) {
   const revoked = await keys.revokeApiKey(db, id, teamId);
-  forgetRecentKeys(db);
+  recentKeys?.clear();
   if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
   const existing = await keys.findApiKey(db, id, teamId);
   if (!existing) throw notFound(`API key ${id}`);
@@ -115,10 +113,10 @@ async function revoke(db: KeyDeps['db'], id: string, teamId?: number) {
 }
 
 /** The operator's revoke (the CLI): any team's key, by id. */
-export const revokeApiKey = ({ db }: KeyDeps, { id }: { id: string }) => revoke(db, id);
+export const revokeApiKey = (deps: OperatorKeyDeps, { id }: { id: string }) => revoke(deps, id);
 
 /** A person's revoke: a key of another team answers exactly like a missing one. */
-export async function revokeTeamApiKey({ db }: KeyDeps, caller: Caller, { id }: { id: string }) {
+export async function revokeTeamApiKey(deps: KeyReadDeps, caller: Caller, { id }: { id: string }) {
   assertTeamWide(caller, 'only the whole team may revoke API keys');
-  return revoke(db, id, caller.teamId);
+  return revoke(deps, id, caller.teamId);
 }

@@ -7,6 +7,8 @@ import * as campaigns from '../data/campaigns.js';
 import type { CampaignRow } from '../data/campaigns.js';
 import { findBookForContacts } from '../data/contacts.js';
 import type { Deps } from '../deps.js';
+import { reportCampaignStatuses } from '../events/campaigns.js';
+import { cancelCampaignMail } from '../events/email-changes.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import { formatMailbox } from '../mail/address.js';
@@ -134,7 +136,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
     // The book's key-share lock keeps it from being deleted until the campaign that uses it exists.
     const book = await findBookForContacts(tx, teamId, input.contactBookId, 'keyShare');
     if (!book) throw validationError([{ path: 'contactBookId', message: `contact book ${input.contactBookId} not found in this team` }]);
-    await campaigns.insertCampaign(tx, {
+    const created = await campaigns.insertCampaign(tx, {
       teamId,
       id,
       name: input.name,
@@ -154,6 +156,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
       batchWindowMinutes: input.batchWindowMinutes,
       now,
     });
+    await reportCampaignStatuses(tx, [{ row: created, previous: null }]);
   });
   if (scheduledAt) deps.signals.emit('campaignsDue');
   return getCampaign(deps, caller, { campaignId: id });
@@ -192,6 +195,12 @@ async function move<T>(
   });
 }
 
+/** Changes the campaign, reporting campaign.status_changed when its status moved. */
+async function change(tx: Db, row: CampaignRow, set: Parameters<typeof campaigns.updateCampaign>[3]) {
+  const changed = await campaigns.updateCampaign(tx, row.team_id, row.id, set);
+  await reportCampaignStatuses(tx, [{ row: changed, previous: row.status }]);
+}
+
 /** Waits until no dispatcher holds mail of the campaign, so none leaves after the caller returns. */
 async function settleInFlight(deps: CampaignDeps, teamId: number, id: string) {
   const deadline = Date.now() + Math.min(IN_FLIGHT_WAIT_MS, deps.config.dispatchLeaseMs);
@@ -208,7 +217,7 @@ export async function scheduleCampaign(
   const scheduledAt = scheduleOf(input, deps, now, problems) ?? now;
   if (problems.length > 0) throw validationError(problems);
   await move(deps, caller, id, { verb: 'scheduled', from: ['DRAFT', 'SCHEDULED', 'PAUSED'] }, async (tx, row, at) => {
-    await campaigns.updateCampaign(tx, caller.teamId, id, {
+    await change(tx, row, {
       // A campaign whose recipients are all out stays RUNNING until its last mail goes, then SENT.
       status: row.released_all ? 'RUNNING' : 'SCHEDULED',
       scheduled_at: scheduledAt,
@@ -226,7 +235,7 @@ export async function scheduleCampaign(
 export async function pauseCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
   const paused = await move(deps, caller, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
     if (row.status === 'PAUSED') return false;
-    await campaigns.updateCampaign(tx, caller.teamId, id, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
+    await change(tx, row, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
     await campaigns.holdCampaignEmails(tx, caller.teamId, id, now);
     return true;
   });
@@ -237,7 +246,7 @@ export async function pauseCampaign(deps: CampaignDeps, caller: Caller, { campai
 export async function resumeCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
   await move(deps, caller, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
     const due = row.scheduled_at && row.scheduled_at > now ? row.scheduled_at : now;
-    await campaigns.updateCampaign(tx, caller.teamId, id, {
+    await change(tx, row, {
       status: row.started_at ? 'RUNNING' : 'SCHEDULED',
       next_release_at: row.released_all ? null : due,
       paused_reason: null,
@@ -253,7 +262,7 @@ export async function resumeCampaign(deps: CampaignDeps, caller: Caller, { campa
 /** Deletes in any state; mail not yet handed to SMTP is cancelled in the same transaction. */
 export async function deleteCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
   const { deleted, cancelled } = await move(deps, caller, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
-    const cancelled = await campaigns.cancelCampaignEmails(tx, caller.teamId, id, now);
+    const cancelled = await cancelCampaignMail(tx, row, now);
     await campaigns.deleteCampaignRow(tx, caller.teamId, id);
     return { deleted: toCampaign(row), cancelled };
   });

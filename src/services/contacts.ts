@@ -1,14 +1,13 @@
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
-import { enqueueContactEvents } from '../data/webhook-outbox.js';
+import { contactEventHeard, reportContacts, reportWrittenContacts } from '../events/contacts.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
 import { normalizeEmail } from '../mail/address.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newSortableId } from '../ids.js';
 import { assertBookInScope, type Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
-import { perDatabase } from './recent-reads.js';
 
 export type ContactDeps = Pick<Deps, 'db' | 'metrics' | 'log'>;
 
@@ -171,7 +170,7 @@ async function update(tx: Db, caller: Caller, current: ContactRow, input: Contac
   const next = changedFields(fieldsOf(current), input);
   if (next) {
     await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
-    await enqueueContactEvents(tx, caller.teamId, current.contact_book_id, [current.id], 'contact.updated', new Date());
+    await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: current.contact_book_id, ids: [current.id] }, 'contact.updated', new Date());
   }
   if (readded && confirmationDue(readded.book, current, Date.now())) {
     readded.queued.emails += await queueConfirmations(tx, caller, readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
@@ -182,7 +181,7 @@ async function update(tx: Db, caller: Caller, current: ContactRow, input: Contac
 async function create(tx: Db, caller: Caller, book: Book, queued: Queued, contact: { id: string; email: string; input: ContactInput }) {
   const { id, email, input } = contact;
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
-  await enqueueContactEvents(tx, caller.teamId, book.id, [id], 'contact.created', new Date());
+  await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: book.id, ids: [id] }, 'contact.created', new Date());
   if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [{ id, email }]);
   return { contactId: id };
 }
@@ -260,11 +259,19 @@ function splitKeys(contactIds: string[]) {
   return keys;
 }
 
+/** Deletes the contacts the keys name, reporting contact.deleted with each as it was; answers how many went. */
+async function removeContacts(tx: Db, teamId: number, bookId: string, keys: ReturnType<typeof splitKeys>): Promise<number> {
+  const heard = await contactEventHeard(tx, teamId, 'contact.deleted');
+  const { count, rows } = await contacts.deleteContacts(tx, teamId, bookId, keys, heard);
+  await reportContacts(tx, 'contact.deleted', rows, new Date());
+  return count;
+}
+
 // Deletes take the book's shared lock too: a bulk upsert, which locks the book exclusively before
 // its contacts, then never waits on contacts a delete holds (which could deadlock).
 export async function deleteContact(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
   return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
-    const count = await contacts.deleteContacts(tx, caller.teamId, bookId, splitKeys([contactId]));
+    const count = await removeContacts(tx, caller.teamId, bookId, splitKeys([contactId]));
     if (count === 0) throw notFound('Contact');
     return { success: true };
   });
@@ -272,7 +279,7 @@ export async function deleteContact(deps: ContactDeps, caller: Caller, { contact
 
 export async function bulkDeleteContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
   return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
-    const count = await contacts.deleteContacts(tx, caller.teamId, bookId, splitKeys(contactIds));
+    const count = await removeContacts(tx, caller.teamId, bookId, splitKeys(contactIds));
     return { success: true, count };
   });
 }
@@ -283,14 +290,14 @@ export async function bulkDeleteContacts(deps: ContactDeps, caller: Caller, { co
  * contacts are committed by then, so a refresh that fails is logged, not answered as the
  * request's failure: a retry would find nothing to write, and the next import tries again.
  */
-const statisticsRefresher = perDatabase((db: Db) => {
+export function contactStatisticsRefresher(db: Db, log: Deps['log']): Deps['refreshContactStatistics'] {
   let running: Promise<void> | null = null;
-  return (log: ContactDeps['log']) =>
+  return () =>
     (running ??= contacts
       .refreshContactStatistics(db)
       .catch((error) => log.warn('refreshing the contact statistics failed', { error }))
       .finally(() => (running = null)));
-});
+}
 
 /**
  * POST bulk: upserts every valid row by address in one transaction and reports the others. One
@@ -300,7 +307,7 @@ const statisticsRefresher = perDatabase((db: Db) => {
  * locked exclusively, so no other write can add an address between the read and the insert. Once
  * committed, the contact statistics are refreshed if the table has outgrown them.
  */
-export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
+export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refreshContactStatistics'>, caller: Caller, { contactBookId: bookId, rows }: { contactBookId: string; rows: BulkRow[] }) {
   const { teamId } = caller;
   const errors: BulkError[] = [];
   const valid: Array<{ index: number; contact: ContactInput & { email: string } }> = [];
@@ -345,15 +352,15 @@ export async function bulkUpsertContacts(deps: ContactDeps, caller: Caller, { co
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
       await contacts.updateContacts(tx, teamId, bookId, updates);
-      await enqueueContactEvents(tx, teamId, bookId, inserts.map((row) => row.id), 'contact.created', new Date());
-      await enqueueContactEvents(tx, teamId, bookId, updates.map((row) => row.id), 'contact.updated', new Date());
+      await reportWrittenContacts(tx, { teamId, bookId, ids: inserts.map((row) => row.id) }, 'contact.created', new Date());
+      await reportWrittenContacts(tx, { teamId, bookId, ids: updates.map((row) => row.id) }, 'contact.updated', new Date());
       if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
       created += inserts.length;
     }
     return { created, updated: unique.length - created };
   });
 
-  if (counts.created > 0) await statisticsRefresher(deps.db)(deps.log);
+  if (counts.created > 0) await deps.refreshContactStatistics();
   errors.sort((a, b) => a.index - b.index);
   const count = counts.created + counts.updated;
   return {

@@ -4,15 +4,14 @@ import type { Deps } from '../deps.js';
 import * as domains from '../data/domains.js';
 import type { DomainRow } from '../data/domains.js';
 import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
+import { reportDomainChange } from '../events/domains.js';
 import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { asciiHostname } from '../mail/address.js';
 import { validationError } from '../validation.js';
-import { forgetRecentKeys } from './api-keys.js';
 import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
-import { forgetRecentSenders } from './verified-sender.js';
 
-export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault'>;
+export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault' | 'recentKeys' | 'recentSenders'>;
 
 export type Domain = ReturnType<typeof toDomain>;
 
@@ -108,14 +107,18 @@ export async function createDomain(deps: DomainDeps, caller: Caller, input: { na
   if ('path' in normalized || problems.length > 0) throw validationError(problems);
 
   const { privateKey, publicKey } = await generateDkimKeyPair();
-  const row = await domains.insertDomain(deps.db, {
-    teamId: caller.teamId,
-    name: normalized.name,
-    subdomain: normalized.subdomain,
-    region,
-    dkimSelector,
-    key: { sealedPrivateKey: deps.keyVault.seal(privateKey), publicKey },
-    verifyFrom: deps.config.autoVerify ? new Date() : null,
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const created = await domains.insertDomain(tx, {
+      teamId: caller.teamId,
+      name: normalized.name,
+      subdomain: normalized.subdomain,
+      region,
+      dkimSelector,
+      key: { sealedPrivateKey: deps.keyVault.seal(privateKey), publicKey },
+      verifyFrom: deps.config.autoVerify ? new Date() : null,
+    });
+    if (created) await reportDomainChange(tx, null, created, created.created_at);
+    return created;
   });
   if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);
   if (deps.config.autoVerify) deps.signals.emit('domainCheckDue', row.id);
@@ -137,8 +140,14 @@ export async function updateDomain(
   caller: Caller,
   { id: rawId, ...input }: { id: string; openTracking?: boolean; clickTracking?: boolean },
 ) {
-  const row = await domains.updateTracking(deps.db, caller.teamId, domainIdFor(caller, rawId), input);
-  if (!row) throw notFound('Domain');
+  const id = domainIdFor(caller, rawId);
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const before = await domains.findDomain(tx, caller.teamId, id, true);
+    if (!before) throw notFound('Domain');
+    const after = (await domains.updateTracking(tx, caller.teamId, id, input))!;
+    await reportDomainChange(tx, before, after, after.updated_at);
+    return after;
+  });
   deps.signals.emit('domainChanged', row.id);
   return toDomain(row, deps.config);
 }
@@ -149,11 +158,12 @@ export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId
     const row = await domains.findDomain(tx, caller.teamId, id, true);
     if (!row) throw notFound('Domain');
     const keys = await domains.deleteDomain(tx, caller.teamId, id);
+    await reportDomainChange(tx, row, null, new Date());
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
     return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
   });
-  forgetRecentKeys(deps.db);
-  forgetRecentSenders(deps.db);
+  deps.recentKeys.clear();
+  deps.recentSenders.clear();
   deps.signals.emit('domainChanged', id);
   return deleted;
 }
@@ -167,7 +177,8 @@ export async function verifyDomain(deps: DomainDeps, caller: Caller, { id: rawId
   const row = await deps.db.transaction().execute(async (tx) => {
     const current = await domains.findDomain(tx, caller.teamId, id, true);
     if (!current) throw notFound('Domain');
-    await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
+    const after = await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
+    await reportDomainChange(tx, current, after, after.updated_at);
     return current;
   });
   deps.signals.emit('domainCheckDue', id);

@@ -1,7 +1,8 @@
 import { renderEditorContent } from '../campaigns/editor-content.js';
 import type { Db } from '../db/connection.js';
 import { markConfirmationSent } from '../data/contacts.js';
-import { insertEmails, type NewEmail } from '../data/emails.js';
+import type { NewEmail } from '../data/emails.js';
+import { storeNewEmails } from '../events/email-changes.js';
 import { newId } from '../ids.js';
 import { formatMailbox } from '../mail/address.js';
 import { htmlToText } from '../mail/html.js';
@@ -57,7 +58,7 @@ export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOpt
       confirms: { bookId: book.id, contactId: contact.id },
     };
   });
-  for (let start = 0; start < rows.length; start += INSERT_CHUNK) await insertEmails(tx, rows.slice(start, start + INSERT_CHUNK));
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) await storeNewEmails(tx, rows.slice(start, start + INSERT_CHUNK));
   await markConfirmationSent(tx, teamId, book.id, recipients.map((contact) => contact.id), now);
   return rows.length;
 }

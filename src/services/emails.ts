@@ -5,9 +5,11 @@ import type { EmailStatus, StoredAttachment } from '../db/schema.js';
 import { findDomainSummary } from '../data/domains.js';
 import * as emails from '../data/emails.js';
 import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
-import { GroupedWrites } from '../data/grouped-writes.js';
+import { GroupedWrites } from '../db/grouped-writes.js';
 import type { TemplateRow } from '../data/templates.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
+import { firstStatus } from '../events/contract.js';
+import { changeEmailSchedule, storeNewEmails } from '../events/email-changes.js';
 import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
 import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
 import { htmlToText } from '../mail/html.js';
@@ -17,10 +19,9 @@ import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
 import { renderFromTemplate, templatesByIds } from './templates.js';
-import { perDatabase } from './recent-reads.js';
-import { assertVerifiedSender } from './verified-sender.js';
+import { assertRecentVerifiedSender } from './verified-sender.js';
 
-export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'signals' | 'metrics'>;
+export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'signals' | 'metrics' | 'recentSenders' | 'acceptedMail'>;
 
 export const MAX_RECIPIENTS = 50;
 
@@ -151,7 +152,7 @@ function prepare(
 }
 
 /** The sender rule for each distinct `from` once: a verified domain of the team, within the key's scope. */
-async function senderDomains(db: Db, caller: Caller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
+async function senderDomains(deps: Pick<Deps, 'db' | 'recentSenders'>, caller: Caller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
   const found = new Map<string, { id: number; name: string; from: string } | null>();
   for (const [index, input] of inputs.entries()) {
     if (found.has(input.from)) {
@@ -159,7 +160,7 @@ async function senderDomains(db: Db, caller: Caller, inputs: EmailInput[], prefi
       continue;
     }
     try {
-      const { mailbox, domain } = await assertVerifiedSender(db, caller.teamId, input.from, `${prefixes[index]}from`);
+      const { mailbox, domain } = await assertRecentVerifiedSender(deps, caller.teamId, input.from, `${prefixes[index]}from`);
       assertDomainInScope(caller, domain.id, `send from ${domain.name}`);
       found.set(input.from, { id: domain.id, name: domain.name, from: formatMailbox(mailbox) });
     } catch (error) {
@@ -189,17 +190,13 @@ async function threadsOf(db: Db, caller: Caller, inputs: EmailInput[]): Promise<
 
 /** Statements of accepted mail in flight at once on PostgreSQL: the rest of the pool stays free for everything else. */
 const ACCEPT_STATEMENTS_IN_FLIGHT = 4;
-// The embedded database runs one statement at a time anyway.
-const acceptedMail = perDatabase(
-  (db: Db, kind: Deps['dbKind']) => new GroupedWrites<NewEmail>((all) => emails.insertEmails(db, all), kind === 'pglite' ? 1 : ACCEPT_STATEMENTS_IN_FLIGHT),
-);
-
 /**
  * Mail accepted without an Idempotency-Key needs no transaction: its one statement stores the rows
  * and their webhook calls, all or none; and the requests that arrive together share one statement
- * (group commit).
+ * (group commit). The embedded database runs one statement at a time anyway.
  */
-const storeAccepted = (deps: Pick<Deps, 'db' | 'dbKind'>, rows: NewEmail[]) => acceptedMail(deps.db, deps.dbKind).add(rows);
+export const newAcceptedMail = (db: Db, kind: Deps['dbKind']): Deps['acceptedMail'] =>
+  new GroupedWrites<NewEmail>((all) => storeNewEmails(db, all), kind === 'pglite' ? 1 : ACCEPT_STATEMENTS_IN_FLIGHT);
 
 const requestHash = (kind: string, inputs: EmailInput[]) => hash('sha256', JSON.stringify({ kind, inputs }), 'hex');
 
@@ -227,7 +224,7 @@ async function createEmails<R>(
       submitted: request.kind === 'submission',
     }, problems),
   );
-  const domains = await senderDomains(deps.db, caller, request.inputs, prefixes, problems);
+  const domains = await senderDomains(deps, caller, request.inputs, prefixes, problems);
   if (problems.length > 0) throw validationError(problems);
 
   // Completed in place: a spread copy of each email cost more than everything else done here.
@@ -238,7 +235,7 @@ async function createEmails<R>(
   const response = respond(rows.map((row) => row.id));
   const { idempotencyKey } = request;
   if (idempotencyKey === null) {
-    await storeAccepted(deps, rows);
+    await deps.acceptedMail.add(rows);
     accepted(deps, rows);
     return response;
   }
@@ -252,7 +249,7 @@ async function createEmails<R>(
       }
       return first.response as R;
     }
-    await emails.insertEmails(tx, rows);
+    await storeNewEmails(tx, rows);
     return response;
   });
   if (stored === response) accepted(deps, rows);
@@ -261,7 +258,7 @@ async function createEmails<R>(
 
 /** What follows a commit of new mail: it is counted, and this process's dispatcher woken. */
 function accepted(deps: Pick<Deps, 'metrics' | 'signals'>, rows: NewEmail[]): void {
-  for (const row of rows) deps.metrics.emailsReached(emails.firstStatus(row));
+  for (const row of rows) deps.metrics.emailsReached(firstStatus(row));
   deps.signals.emit('emailsDue');
 }
 
@@ -370,7 +367,7 @@ function scheduleConflict(row: EmailRow, action: string) {
 export async function cancelEmail(deps: EmailDeps, caller: Caller, input: { emailId: string }) {
   const id = input.emailId;
   const row = await findOwnEmail(deps.db, caller, id);
-  const changed = await emails.changeSchedule(deps.db, caller.teamId, id, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
+  const changed = await changeEmailSchedule(deps.db, row, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
   if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'cancelled');
   deps.metrics.emailsReached('CANCELLED');
   return { emailId: id };
@@ -381,7 +378,7 @@ export async function rescheduleEmail(deps: EmailDeps, caller: Caller, input: { 
   const now = new Date();
   const scheduledAt = parseSchedule(input.scheduledAt, { now, timeZone: deps.config.scheduleTimeZone });
   const row = await findOwnEmail(deps.db, caller, id);
-  const changed = await emails.changeSchedule(deps.db, caller.teamId, id, {
+  const changed = await changeEmailSchedule(deps.db, row, {
     status: 'SCHEDULED',
     sendAt: scheduledAt > now ? scheduledAt : now,
     data: { scheduledAt: scheduledAt.toISOString(), previousScheduledAt: row.scheduled_at?.toISOString() ?? null },

@@ -1,6 +1,7 @@
 import { confirmContact, unsubscribeContact } from '../data/contacts.js';
 import { countOnce } from '../data/email-events.js';
 import type { Deps } from '../deps.js';
+import { reportContacts } from '../events/contacts.js';
 import type { LinkFields } from '../mail/tokens.js';
 
 /**
@@ -16,12 +17,19 @@ type SubscriptionDeps = Pick<Deps, 'db'>;
 export async function unsubscribe({ db }: SubscriptionDeps, link: LinkFields['unsubscribe']): Promise<boolean> {
   const now = new Date();
   return db.transaction().execute(async (tx) => {
-    const found = await unsubscribeContact(tx, { teamId: link.teamId, bookId: link.bookId, contactId: link.contactId }, now);
+    const { found, changed } = await unsubscribeContact(tx, { teamId: link.teamId, bookId: link.bookId, contactId: link.contactId }, now);
+    if (changed) await reportContacts(tx, 'contact.updated', [changed], now);
     if (found) await countOnce(tx, [{ teamId: link.teamId, emailId: link.emailId, kind: 'unsubscribed' }], now);
     return found;
   });
 }
 
 /** A double opt-in confirmation: the pending contact becomes subscribed; anything else is left as it is. */
-export const confirmSubscription = ({ db }: SubscriptionDeps, link: LinkFields['confirm']) =>
-  confirmContact(db, { teamId: link.teamId, bookId: link.bookId, contactId: link.contactId }, new Date());
+export async function confirmSubscription({ db }: SubscriptionDeps, link: LinkFields['confirm']): Promise<'confirmed' | 'unchanged' | 'missing'> {
+  const now = new Date();
+  return db.transaction().execute(async (tx) => {
+    const result = await confirmContact(tx, { teamId: link.teamId, bookId: link.bookId, contactId: link.contactId }, now);
+    if (result.outcome === 'confirmed') await reportContacts(tx, 'contact.updated', [result.contact], now);
+    return result.outcome;
+  });
+}

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import * as teams from '../data/teams.js';
 import { notFound } from '../errors.js';
-import { createApiKey, forgetRecentKeys } from './api-keys.js';
+import { createApiKey, type OperatorKeyDeps } from './api-keys.js';
 
 /** A team is never left without its first key: both are written in one transaction. */
 export async function createTeam({ db }: Pick<Deps, 'db'>, { name }: { name: string }) {
@@ -12,9 +12,9 @@ export async function createTeam({ db }: Pick<Deps, 'db'>, { name }: { name: str
   });
 }
 
-export async function setTeamRateLimit({ db }: Pick<Deps, 'db'>, { teamId, perSecond }: { teamId: number; perSecond: number | null }) {
+export async function setTeamRateLimit({ db, recentKeys }: OperatorKeyDeps, { teamId, perSecond }: { teamId: number; perSecond: number | null }) {
   const team = await teams.updateTeamRateLimit(db, teamId, perSecond);
   if (!team) throw notFound(`Team ${teamId}`);
-  forgetRecentKeys(db);
+  recentKeys?.clear();
   return { teamId: team.id, rateLimitPerSecond: team.rate_limit_per_second };
 }

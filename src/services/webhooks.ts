@@ -3,7 +3,8 @@ import * as calls from '../data/webhook-calls.js';
 import type { CallRow } from '../data/webhook-calls.js';
 import * as webhooks from '../data/webhooks.js';
 import type { WebhookChanges, WebhookRow } from '../data/webhooks.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookCallStatus, type WebhookEventType } from '../db/schema.js';
+import type { WebhookCallStatus } from '../db/schema.js';
+import { EVENT_TYPES, type Event, type EventType } from '../events/contract.js';
 import type { Deps } from '../deps.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newSortableId } from '../ids.js';
@@ -18,7 +19,7 @@ export type WebhookDeps = Pick<Deps, 'db' | 'config' | 'keyVault' | 'signals'>;
 export type WebhookInput = {
   url: string;
   /** Omitted, null: every event type, including those added later. */
-  events?: WebhookEventType[] | null;
+  events?: EventType[] | null;
   /** Omitted, null or empty: email events of every domain. */
   domainIds?: number[] | null;
   description?: string | null;
@@ -53,7 +54,7 @@ export function toWebhook(row: WebhookRow) {
     id: row.id,
     url: row.url,
     description: row.description,
-    events: row.events.length > 0 ? row.events : [...WEBHOOK_EVENT_TYPES],
+    events: row.events.length > 0 ? row.events : [...EVENT_TYPES],
     domainIds: row.domain_ids,
     status: row.status,
     disabledReason: row.disabled_reason,
@@ -189,11 +190,8 @@ export async function testWebhook(deps: WebhookDeps, caller: Caller, { webhookId
   if (webhook.status !== 'ACTIVE') {
     throw conflict(`Webhook ${webhookId} is ${webhook.status}; only an ACTIVE webhook is called: set its status to ACTIVE first`);
   }
-  const call = await calls.insertCall(
-    deps.db,
-    { teamId: caller.teamId, webhookId, type: 'webhook.test', subjectKey: null, data: { webhookId, message: TEST_CALL_MESSAGE } },
-    new Date(),
-  );
+  const event: Event = { type: 'webhook.test', data: { webhookId, message: TEST_CALL_MESSAGE } };
+  const call = await calls.insertCall(deps.db, { teamId: caller.teamId, webhookId, subjectKey: null, ...event }, new Date());
   deps.signals.emit('webhookCallsDue');
   return toCall(call);
 }

@@ -3,6 +3,7 @@ import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { domainToASCII } from 'node:url';
+import ipaddr from 'ipaddr.js';
 import { portRange, type Config } from '../config.js';
 
 /**
@@ -35,139 +36,95 @@ export class WebhookAddressError extends Error {
   }
 }
 
-// Addresses are compared as 128-bit numbers, IPv4 as its IPv4-mapped IPv6 form (::ffff:a.b.c.d):
-// a socket to either reaches the same host, so an allow-list entry for one covers the other.
-const MAPPED = 0xffff_0000_0000n;
-type Parsed = { family: 4 | 6; bits: bigint };
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 const withoutZone = (ip: string) => ip.replace(/%.*$/, '');
 
-function ipv4Number(text: string): number {
-  return text.split('.').reduce((value, octet) => value * 256 + Number(octet), 0);
-}
-
-const ipv4Text = (value: number) => [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
-
-function ipv6Bits(text: string): bigint {
-  let body = text;
-  const lastColon = body.lastIndexOf(':');
-  const tail = body.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const v4 = ipv4Number(tail);
-    body = `${body.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
-  }
-  const groups = (part: string | undefined) => (part ? part.split(':').map((group) => parseInt(group, 16)) : []);
-  const [left, right] = body.split('::');
-  const head = groups(left);
-  const rest = groups(right);
-  const all = [...head, ...new Array<number>(8 - head.length - rest.length).fill(0), ...rest];
-  return all.reduce((value, group) => (value << 16n) | BigInt(group), 0n);
-}
-
-/** The address as a number, or null when it is not an IP address; brackets and a zone id are ignored. */
-function parse(ip: string): Parsed | null {
+/**
+ * The address, or null when it is not an IP address; brackets and a zone id are ignored. Node's
+ * isIP decides what is one: ipaddr.js would also read the octal and hex forms of IPv4 that URL
+ * parsing has already normalised away.
+ */
+function parse(ip: string): Address | null {
   const bare = withoutZone(unbracket(ip.trim()));
-  const family = isIP(bare);
-  if (family === 4) return { family, bits: MAPPED | BigInt(ipv4Number(bare)) };
-  if (family === 6) return { family, bits: ipv6Bits(bare) };
-  return null;
+  return isIP(bare) ? ipaddr.parse(bare) : null;
 }
 
-type Range = { base: bigint; length: number };
+// IPv4 is compared as its IPv4-mapped IPv6 form (::ffff:a.b.c.d): a socket to either reaches the
+// same host, so an allow-list entry for one covers the other.
+const asIPv6 = (address: Address) => (address instanceof ipaddr.IPv4 ? address.toIPv4MappedAddress() : address);
+const cidr = (text: string) => ipaddr.IPv6.parseCIDR(text);
 
-const within = (bits: bigint, range: Range) => bits >> BigInt(128 - range.length) === range.base >> BigInt(128 - range.length);
-
-const v4Range = (cidr: string): Range => {
-  const [address, length] = cidr.split('/');
-  return { base: MAPPED | BigInt(ipv4Number(address!)), length: 96 + Number(length) };
+// ipaddr.js's IPv4 ranges are IANA's special-purpose registry (RFC 6890 and successors). Ranges
+// that exist only on paper (documentation, benchmarking, protocol assignments) are 'reserved': no
+// receiver lives there, and some networks route them internally. AMT relays and AS112 are anycast
+// services on the public internet.
+const IPV4_CLASSES: Record<ReturnType<ipaddr.IPv4['range']>, AddressClass> = {
+  unicast: 'public',
+  unspecified: 'unspecified',
+  private: 'private',
+  carrierGradeNat: 'cgnat',
+  loopback: 'loopback',
+  linkLocal: 'link-local',
+  multicast: 'multicast',
+  reserved: 'reserved',
+  benchmarking: 'reserved',
+  broadcast: 'reserved',
+  amt: 'public',
+  as112: 'public',
 };
-const v6Range = (cidr: string): Range => {
-  const [address, length] = cidr.split('/');
-  return { base: ipv6Bits(address!), length: Number(length) };
+
+// For IPv6 ipaddr.js lumps together ranges that differ here (NAT64's well-known prefix, which
+// embeds an IPv4 address, and its local-use one, which names no host), so the registry is written out.
+const IPV6_CLASSES: Record<Exclude<AddressClass, 'public' | 'cgnat'>, [ipaddr.IPv6, number][]> = {
+  unspecified: [cidr('::/128')],
+  loopback: [cidr('::1/128')],
+  multicast: [cidr('ff00::/8')],
+  'link-local': [cidr('fe80::/10')],
+  // Site-local (fec0::/10): deprecated, but still the inside of some networks.
+  private: [cidr('fc00::/7'), cidr('fec0::/10')],
+  reserved: [cidr('100::/64'), cidr('64:ff9b:1::/48'), cidr('2001::/23'), cidr('2001:db8::/32'), cidr('3fff::/20'), cidr('5f00::/16')],
 };
 
-// IANA's special-purpose registries (RFC 6890 and successors). Ranges that exist only on paper
-// (documentation, benchmarking, protocol assignments) are 'reserved': no receiver lives there, and
-// some networks route them internally.
-const IPV4_CLASSES: [Range, AddressClass][] = (
-  [
-    ['0.0.0.0/8', 'unspecified'],
-    ['10.0.0.0/8', 'private'],
-    ['100.64.0.0/10', 'cgnat'],
-    ['127.0.0.0/8', 'loopback'],
-    ['169.254.0.0/16', 'link-local'],
-    ['172.16.0.0/12', 'private'],
-    ['192.0.0.0/24', 'reserved'],
-    ['192.0.2.0/24', 'reserved'],
-    ['192.88.99.0/24', 'reserved'],
-    ['192.168.0.0/16', 'private'],
-    ['198.18.0.0/15', 'reserved'],
-    ['198.51.100.0/24', 'reserved'],
-    ['203.0.113.0/24', 'reserved'],
-    ['224.0.0.0/4', 'multicast'],
-    // Includes the broadcast address 255.255.255.255.
-    ['240.0.0.0/4', 'reserved'],
-  ] as const
-).map(([cidr, kind]) => [v4Range(cidr), kind]);
+const embeddedAt = (parts: number[], index: number) =>
+  new ipaddr.IPv4([parts[index]! >> 8, parts[index]! & 0xff, parts[index + 1]! >> 8, parts[index + 1]! & 0xff]);
 
 /** IPv6 forms that carry an IPv4 address: a connection to one may end up at the embedded address. */
-const EMBEDDING: { range: Range; form: string; ipv4: (bits: bigint) => number }[] = [
-  { range: v6Range('::ffff:0:0/96'), form: 'an IPv4-mapped', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
-  { range: v6Range('::ffff:0:0:0/96'), form: 'an IPv4-translated', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
-  { range: v6Range('64:ff9b::/96'), form: 'a NAT64', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
-  { range: v6Range('2002::/16'), form: 'a 6to4', ipv4: (bits) => Number((bits >> 80n) & 0xffff_ffffn) },
-  // Checked after :: and ::1, which lie inside it but are IPv6's own.
-  { range: v6Range('::/96'), form: 'an IPv4-compatible', ipv4: (bits) => Number(bits & 0xffff_ffffn) },
+const EMBEDDING: { range: [ipaddr.IPv6, number]; form: string; ipv4: (address: ipaddr.IPv6) => ipaddr.IPv4 }[] = [
+  { range: cidr('::ffff:0:0/96'), form: 'an IPv4-mapped', ipv4: (address) => embeddedAt(address.parts, 6) },
+  { range: cidr('::ffff:0:0:0/96'), form: 'an IPv4-translated', ipv4: (address) => embeddedAt(address.parts, 6) },
+  { range: cidr('64:ff9b::/96'), form: 'a NAT64', ipv4: (address) => embeddedAt(address.parts, 6) },
+  { range: cidr('2002::/16'), form: 'a 6to4', ipv4: (address) => embeddedAt(address.parts, 1) },
+  // Holds :: and ::1 too, which are IPv6's own and classified before it.
+  { range: cidr('::/96'), form: 'an IPv4-compatible', ipv4: (address) => embeddedAt(address.parts, 6) },
 ];
 
-const IPV6_CLASSES: [Range, AddressClass][] = (
-  [
-    ['::/128', 'unspecified'],
-    ['::1/128', 'loopback'],
-    ['ff00::/8', 'multicast'],
-    ['fe80::/10', 'link-local'],
-    // Site-local: deprecated, but still the inside of some networks.
-    ['fec0::/10', 'private'],
-    ['fc00::/7', 'private'],
-    ['100::/64', 'reserved'],
-    ['64:ff9b:1::/48', 'reserved'],
-    ['2001::/23', 'reserved'],
-    ['2001:db8::/32', 'reserved'],
-    ['3fff::/20', 'reserved'],
-    ['5f00::/16', 'reserved'],
-  ] as const
-).map(([cidr, kind]) => [v6Range(cidr), kind]);
-
-const GLOBAL_UNICAST = v6Range('2000::/3');
+const GLOBAL_UNICAST = cidr('2000::/3');
 
 type Reading = { kind: AddressClass; embedded?: { form: string; ipv4: string } };
 
-function classifyIPv4(value: number): AddressClass {
-  const bits = MAPPED | BigInt(value);
-  return IPV4_CLASSES.find(([range]) => within(bits, range))?.[1] ?? 'public';
-}
+// A range a later ipaddr.js names that the table does not know is refused until it is classified.
+const classifyIPv4 = (address: ipaddr.IPv4): AddressClass => IPV4_CLASSES[address.range()] ?? 'reserved';
 
-function read(address: Parsed): Reading {
-  if (address.family === 4) return { kind: classifyIPv4(Number(address.bits & 0xffff_ffffn)) };
-  const own = IPV6_CLASSES.slice(0, 2).find(([range]) => within(address.bits, range));
-  if (own) return { kind: own[1] };
-  const embedding = EMBEDDING.find(({ range }) => within(address.bits, range));
+function read(address: Address): Reading {
+  if (address instanceof ipaddr.IPv4) return { kind: classifyIPv4(address) };
+  const special = ipaddr.subnetMatch(address, IPV6_CLASSES, 'unicast') as AddressClass | 'unicast';
+  if (special !== 'unicast') return { kind: special };
+  const embedding = EMBEDDING.find(({ range }) => address.match(range));
   if (embedding) {
-    const ipv4 = embedding.ipv4(address.bits);
-    return { kind: classifyIPv4(ipv4), embedded: { form: embedding.form, ipv4: ipv4Text(ipv4) } };
+    const ipv4 = embedding.ipv4(address);
+    return { kind: classifyIPv4(ipv4), embedded: { form: embedding.form, ipv4: ipv4.toString() } };
   }
-  const special = IPV6_CLASSES.find(([range]) => within(address.bits, range));
-  if (special) return { kind: special[1] };
   // Outside 2000::/3 nothing is allocated for hosts on the internet.
-  return { kind: within(address.bits, GLOBAL_UNICAST) ? 'public' : 'reserved' };
+  return { kind: address.match(GLOBAL_UNICAST) ? 'public' : 'reserved' };
 }
 
 /** The class of an IPv4 or IPv6 address; throws when `ip` is not one. */
 export function classifyAddress(ip: string): AddressClass {
-  const parsed = parse(ip);
-  if (!parsed) throw new TypeError(`not an IP address: ${JSON.stringify(ip)}`);
-  return read(parsed).kind;
+  const address = parse(ip);
+  if (!address) throw new TypeError(`not an IP address: ${JSON.stringify(ip)}`);
+  return read(address).kind;
 }
 
 const CLASS_NAMES: Record<AddressClass, string> = {
@@ -210,7 +167,7 @@ export function validateAllowEntry(entry: string): string | null {
   const parsed = parse(address!);
   if (length !== undefined) {
     if (!parsed) return 'must have an IP address before the /';
-    const max = parsed.family === 4 ? 32 : 128;
+    const max = parsed instanceof ipaddr.IPv4 ? 32 : 128;
     if (!/^\d{1,3}$/.test(length) || Number(length) > max) return `must have a prefix length of 0 to ${max}`;
     return null;
   }
@@ -220,7 +177,7 @@ export function validateAllowEntry(entry: string): string | null {
 /** The destinations the operator exempts from the guard (WEBHOOK_ALLOWED_HOSTS). */
 export class AllowList {
   readonly #hosts = new Set<string>();
-  readonly #ranges: Range[] = [];
+  readonly #ranges: [ipaddr.IPv6, number][] = [];
 
   constructor(entries: readonly string[]) {
     for (const entry of entries) {
@@ -229,8 +186,8 @@ export class AllowList {
       const [address, length] = entry.trim().split('/');
       const parsed = parse(address!);
       if (parsed) {
-        const bits = length === undefined ? 128 : Number(length) + (parsed.family === 4 ? 96 : 0);
-        this.#ranges.push({ base: parsed.bits, length: bits });
+        const bits = length === undefined ? 128 : Number(length) + (parsed instanceof ipaddr.IPv4 ? 96 : 0);
+        this.#ranges.push([asIPv6(parsed), bits]);
       } else {
         this.#hosts.add(normalHost(entry)!);
       }
@@ -246,7 +203,7 @@ export class AllowList {
 
   allowsAddress(ip: string): boolean {
     const parsed = parse(ip);
-    return parsed !== null && this.#ranges.some((range) => within(parsed.bits, range));
+    return parsed !== null && this.#ranges.some((range) => asIPv6(parsed).match(range));
   }
 }
 

@@ -1,5 +1,4 @@
-/** The version of the body's shape; a change a receiver must know of would bump it. */
-export const PAYLOAD_VERSION = '2025-01-01';
+import { PAYLOAD_VERSION } from '../events/contract.js';
 
 export type CallRecord = { id: string; type: string; team_id: number; data: Record<string, unknown>; created_at: Date };
 

@@ -1,5 +1,7 @@
 import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
 import type { Deps } from '../deps.js';
+import { AnswerCache } from '../reuse-for.js';
+import { startWorkerLoop } from '../workers/loop.js';
 import { ownClaims, type Claims } from '../workers/registry.js';
 import { AllowList, PortList, systemLookup } from './address-guard.js';
 import { callBody } from './payload.js';
@@ -82,36 +84,25 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   const leaseMs = config.webhookTimeoutMs + 15_000;
   // A slow receiver holds half the slots at most; the rest go to the other webhooks.
   const perWebhook = Math.max(1, Math.floor(config.webhookConcurrency / 2));
-  const secrets = new Map<string, string>();
+  // Opened once each: decrypting a secret costs more than signing with it.
+  const secrets = new AnswerCache<string, string>({ maxEntries: 10_000 });
   const inFlight = new Map<string, number>();
   // Where each webhook's queue began at the last claim (see claimDueCalls); forgotten now and then,
   // so a call put back ahead of it by hand (or by an older version) is found within a minute.
   const fronts = new Map<string, string>();
   const forgetFronts = setInterval(() => fronts.clear(), FRONTS_MAX_AGE_MS);
-  const attempts = new Set<Promise<void>>();
   const totals = { delivered: 0, retried: 0, failed: 0 };
   let slotsUsed = 0;
-  let stopped = false;
-  let claiming: Promise<void> | null = null;
-  let wakeAgain = false;
   let lastClaimAt = 0;
   let sending = false;
   let sendingSince = 0;
   let idleSince = 0;
-  let timer: NodeJS.Timeout | undefined;
   let toRecord: { record: AttemptRecord; key: string }[] = [];
   let recordTimer: NodeJS.Timeout | undefined;
   let recording: Promise<void> = Promise.resolve();
 
-  const secretOf = (call: ClaimedCall) => {
-    let secret = secrets.get(call.secret);
-    if (secret === undefined) {
-      if (secrets.size > 10_000) secrets.clear();
-      secret = deps.keyVault.openText(call.secret, `The signing secret of webhook ${call.webhook_id}`);
-      secrets.set(call.secret, secret);
-    }
-    return secret;
-  };
+  const secretOf = (call: ClaimedCall) =>
+    secrets.get(call.secret, () => deps.keyVault.openText(call.secret, `The signing secret of webhook ${call.webhook_id}`));
 
   const post = async (call: ClaimedCall): Promise<AttemptRecord> => {
     const attempt = call.attempt + 1;
@@ -146,7 +137,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
         log.error('recording webhook attempts failed; their calls are tried again when the lease runs out', { error, calls: batch.length });
       } finally {
         for (const { key } of batch) release(key);
-        pump();
+        loop.wake();
       }
     });
     return recording;
@@ -168,8 +159,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       if (toRecord.length >= RECORD_BATCH) void flush();
       else recordTimer ??= setTimeout(() => void flush(), RECORD_DELAY_MS);
     });
-    attempts.add(work);
-    void work.then(() => attempts.delete(work));
+    void loop.track(work);
   };
 
   const claimOnce = async (): Promise<boolean> => {
@@ -186,42 +176,24 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
 
   const deferring = () => sending && Date.now() - sendingSince < MAX_DEFER_MS;
 
-  /** Claims while there are free slots and due calls, then waits for a wake-up, a recorded batch or the poll. */
-  function pump(): void {
-    if (stopped) return;
-    if (claiming) {
-      wakeAgain = true;
-      return;
-    }
-    clearTimeout(timer);
-    const now = Date.now();
-    const wait = deferring()
-      ? Math.min(lastClaimAt + BUSY_SPACING_MS[deps.dbKind], sendingSince + MAX_DEFER_MS) - now
-      : lastClaimAt + CLAIM_SPACING_MS - now;
-    if (wait > 0) {
-      timer = setTimeout(pump, wait);
-      return;
-    }
-    claiming = (async () => {
-      try {
-        do {
-          wakeAgain = false;
-          lastClaimAt = Date.now();
-        } while ((await claimOnce()) && !stopped && !deferring());
-      } catch (error) {
-        log.error('claiming due webhook calls failed', { error });
-      } finally {
-        claiming = null;
-        if (!stopped) {
-          if (wakeAgain) pump();
-          else timer = setTimeout(pump, config.webhookPollMs);
-        }
-      }
-    })();
-  }
+  /** Claims while there are free slots and due calls; then a wake-up, a recorded batch or the poll brings the next pass. */
+  const loop = startWorkerLoop({
+    pass: async (stopping) => {
+      do {
+        lastClaimAt = Date.now();
+      } while ((await claimOnce()) && !stopping.aborted && !deferring());
+    },
+    pollMs: config.webhookPollMs,
+    onError: (error) => log.error('claiming due webhook calls failed', { error }),
+    wakeOn: { signals: deps.signals, names: ['webhookCallsDue'] },
+    // Claims are spaced, and held back while this process's dispatcher sends.
+    holdBack: () =>
+      deferring()
+        ? Math.min(lastClaimAt + BUSY_SPACING_MS[deps.dbKind], sendingSince + MAX_DEFER_MS) - Date.now()
+        : lastClaimAt + CLAIM_SPACING_MS - Date.now(),
+  });
 
   const unsubscribe = [
-    deps.signals.on('webhookCallsDue', pump),
     deps.signals.on('dispatching', (busy) => {
       const now = Date.now();
       if (busy && !sending && now - idleSince > RUN_GAP_MS) sendingSince = now;
@@ -230,20 +202,16 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
       idleSince = now;
       // The run may be over: the calls it held back go once no batch followed for a moment.
       setTimeout(() => {
-        if (!sending) pump();
+        if (!sending) loop.wake();
       }, RUN_GAP_MS).unref();
     }),
   ];
-  pump();
 
   return {
     async stop() {
-      stopped = true;
       for (const off of unsubscribe) off();
-      clearTimeout(timer);
       clearInterval(forgetFronts);
-      await claiming;
-      while (attempts.size > 0) await Promise.all(attempts);
+      await loop.stop();
       await flush();
       poster.close();
       log.info('webhook sender stopped', totals);

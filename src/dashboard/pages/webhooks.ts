@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { html, raw } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { WEBHOOK_EVENT_TYPES } from '../../db/schema.js';
+import { EVENT_TYPES } from '../../events/contract.js';
 import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import type { Domain } from '../../services/domains.js';
@@ -31,7 +31,7 @@ const hrefOf = (webhookId: string) => `/webhooks/${encodeURIComponent(webhookId)
 const callHref = (call: Pick<Call, 'webhookId' | 'id'>) => `${hrefOf(call.webhookId)}/calls/${encodeURIComponent(call.id)}`;
 
 // The API answers a webhook that hears every type with the full list, so "all" is read back from it.
-const hearsEverything = (events: readonly string[]) => WEBHOOK_EVENT_TYPES.every((type) => events.includes(type));
+const hearsEverything = (events: readonly string[]) => EVENT_TYPES.every((type) => events.includes(type));
 
 async function readForm(c: Ctx): Promise<FormValues> {
   // `all`: the event checkboxes repeat one name. The body was parsed for the CSRF check already.
@@ -66,7 +66,7 @@ function eventsField(chosen: string[] | null, error: string | undefined) {
 <legend>Events</legend>
 <label class="check"><input type="checkbox" name="allEvents" value="1"${checked(chosen === null)}> All events, including types added later</label>
 <small class="hint">Or untick it and choose the events to hear (test events are always sent):</small>
-<div class="cards">${WEBHOOK_EVENT_TYPES.map(
+<div class="cards">${EVENT_TYPES.map(
     // The break after the dot lets a long name wrap in its column instead of running into the next.
     (type) => html`<label class="check"><input type="checkbox" name="events" value="${type}"${checked(chosen?.includes(type) ?? false)}><code>${type.split('.')[0]}.<wbr>${type.split('.')[1]}</code></label>`,
   )}</div>
