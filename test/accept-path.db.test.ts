@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey as revokeInDatabase } from '../src/data/api-keys.js';
-import { GroupedWrites } from '../src/data/grouped-writes.js';
+import { GroupedWrites } from '../src/db/grouped-writes.js';
 import { revokeApiKey } from '../src/services/api-keys.js';
 import { RECENT_READ_TTL_MS } from '../src/services/recent-reads.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { waitFor } from './helpers/wait.js';
+import { sleep } from './helpers/wait.js';
 
 let server: TestServer;
 
@@ -24,10 +24,10 @@ describe('keys and sender domains read once a second', () => {
     expect((await send(apiKey, `a@${domain.name}`)).status).toBe(200);
     const { id } = (await server.deps.db.selectFrom('api_keys').select('id').where('team_id', '=', teamId).executeTakeFirstOrThrow());
     // As another process would: straight in the database, so this one's recent reads know nothing of it.
-    const revokedAt = Date.now();
     await revokeInDatabase(server.deps.db, id);
-    await waitFor('the revoked key refused', async () => (await send(apiKey, `a@${domain.name}`)).status, (status) => status === 401, 5_000);
-    expect(Date.now() - revokedAt).toBeLessThan(RECENT_READ_TTL_MS + 500);
+    // Once a second has passed since, however slowly, the very next request reads the key again.
+    await sleep(RECENT_READ_TTL_MS + 10);
+    expect((await send(apiKey, `a@${domain.name}`)).status).toBe(401);
   });
 
   it('a key revoked in this process (the CLI, through the control socket) is refused at once', async () => {
@@ -68,7 +68,7 @@ describe('group commit of accepted mail', () => {
     const statements: number[][] = [];
     const writes = new GroupedWrites<number>(async (rows) => {
       statements.push(rows);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       if (rows.includes(13)) throw new Error('row 13 refused');
     }, 1);
     const first = writes.add([1]);

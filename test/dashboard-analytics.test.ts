@@ -24,7 +24,7 @@ beforeAll(async () => {
   env.sink.rule = { rcpt: (address) => (address.startsWith('hard') ? { code: 550, message: '5.1.1 no such user' } : null) };
   const send = async (domain: string, to: string) => {
     const { emailId } = await team.ok('POST', '/v1/emails', { from: `hello@${domain}`, to, subject: 'Hello', html: '<p>Hello</p>' });
-    await waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus), 10_000);
+    await waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus));
   };
   for (let i = 0; i < 3; i++) await send('stats-a.test', `reader${i}@receiver.example`);
   await send('stats-a.test', 'hard@receiver.example');

@@ -9,7 +9,7 @@ import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboa
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone } from './helpers/emails.js';
-import type { TestServer } from './helpers/server.js';
+import { expectOk, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -41,11 +41,7 @@ afterAll(async () => {
 
 const UNSUBSCRIBE = '<a href="{{unsubscribeUrl}}">Unsubscribe</a>';
 
-async function ok(method: string, path: string, body?: unknown) {
-  const res = await server.call(method, path, { key, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
 
 /** A book of `count` contacts, `tag`0@example.org and on, in that order of creation. */
 async function bookOf(count: number, tag: string, name = `Book ${tag}`): Promise<string> {
@@ -55,7 +51,7 @@ async function bookOf(count: number, tag: string, name = `Book ${tag}`): Promise
 }
 
 const campaign = (id: string) => ok('GET', `/v1/campaigns/${id}`);
-const sentCampaign = (id: string) => waitFor(`campaign ${id} SENT`, () => campaign(id), (c) => c.status === 'SENT', 20_000);
+const sentCampaign = (id: string) => waitFor(`campaign ${id} SENT`, () => campaign(id), (c) => c.status === 'SENT');
 const receivedBy = (address: RegExp) => sink.received.filter((message) => message.rcptTo.some((to) => address.test(to))).map((message) => message.rcptTo[0]!);
 
 async function campaignEmails(campaignId: string) {
@@ -208,7 +204,7 @@ describe('dashboard: campaigns', () => {
     sink.rule = { rcpt: (address) => (/^held[0-4]@/.test(address) ? { code: 451, message: '4.3.0 try later' } : null) };
     const created = await ok('POST', '/v1/campaigns', { name: 'Held', from, subject: 'Hi', contactBookId, html: `<p>Hi</p>${UNSUBSCRIBE}`, batchSize: 10, batchWindowMinutes: 60, sendNow: true });
     try {
-      await waitFor('five delivered, five deferred', () => campaignEmails(created.id), (emails) => emails.filter((e) => e.status === 'DELIVERY_DELAYED').length === 5 && emails.filter((e) => e.status === 'DELIVERED').length === 5, 20_000);
+      await waitFor('five delivered, five deferred', () => campaignEmails(created.id), (emails) => emails.filter((e) => e.status === 'DELIVERY_DELAYED').length === 5 && emails.filter((e) => e.status === 'DELIVERED').length === 5);
       await page.goto(`/campaigns/${created.id}`);
       expect(await page.locator('dl.facts .badge').textContent()).toBe('RUNNING');
       expect(await page.getByRole('button', { name: 'Resume' }).count()).toBe(0);
@@ -224,7 +220,7 @@ describe('dashboard: campaigns', () => {
     // Held: the deferred mail has no send time, so no dispatcher takes it, and no batch is due even an hour on.
     const deferred = (await campaignEmails(created.id)).filter((e) => e.status === 'DELIVERY_DELAYED');
     expect(deferred).toHaveLength(5);
-    await waitFor('the deferred mail held', () => campaignEmails(created.id), (emails) => emails.filter((e) => e.status === 'DELIVERY_DELAYED').every((e) => e.send_at === null && e.claimed_by === null), 5_000);
+    await waitFor('the deferred mail held', () => campaignEmails(created.id), (emails) => emails.filter((e) => e.status === 'DELIVERY_DELAYED').every((e) => e.send_at === null && e.claimed_by === null));
     const releaser = startReleaser(server.deps, { now: () => new Date(Date.now() + 61 * 60_000), autostart: false });
     try {
       await releaser.tick();
@@ -239,7 +235,7 @@ describe('dashboard: campaigns', () => {
     await page.waitForURL(`${server.url}/campaigns/${created.id}`);
     expect(await page.locator('.notice').textContent()).toBe('Campaign resumed');
     expect((await campaign(created.id)).status).toBe('RUNNING');
-    await waitFor('the held mail sent', async () => receivedBy(/^held[0-4]@/).length, (n) => n === 5, 20_000);
+    await waitFor('the held mail sent', async () => receivedBy(/^held[0-4]@/).length, (n) => n === 5);
 
     await page.getByRole('button', { name: 'Delete' }).click();
     await page.waitForURL(`${server.url}/campaigns`);

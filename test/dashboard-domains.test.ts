@@ -4,6 +4,7 @@ import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, startServerWithDns, waitForDomain } from './helpers/domains.js';
 import type { TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
 
 let dns: TestDnsServer;
 let server: TestServer;
@@ -81,12 +82,14 @@ describe('dashboard: domains', () => {
     expect(await page.locator('.notice').textContent()).toContain('Verification of mail.acme.test started');
 
     // The page does not refresh itself: the person reloads until the worker's check has landed.
-    const deadline = Date.now() + 15_000;
-    while ((await badgeText(page)) !== 'SUCCESS') {
-      if (Date.now() > deadline) throw new Error(`never verified; the page says ${await page.locator('#status').textContent()}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      await page.reload();
-    }
+    await waitFor(
+      'the page showing the domain verified',
+      async () => {
+        await page.reload();
+        return badgeText(page);
+      },
+      (badge) => badge === 'SUCCESS',
+    );
     expect(await rows.locator('td:last-child .badge').allTextContents()).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS']);
     expect(await page.locator('#status time').count()).toBe(2);
     expect(await page.getByRole('button', { name: 'Check records again' }).count()).toBe(1);

@@ -304,7 +304,7 @@ describe('one email', () => {
   it('mail whose body retention dropped says so instead of showing an empty frame', async () => {
     const id = await send({ subject: 'Old mail', html: '<p>Long gone</p>' });
     await waitForEmail(server, key, id, settled);
-    // What retention's pass does to an old email (test/retention.test.ts runs the real pass).
+    // What retention's pass does to an old email (test/retention.db.test.ts runs the real pass).
     await server.deps.db.updateTable('emails').set({ html: null, text: null, body_dropped_at: new Date() }).where('id', '=', id).execute();
     const { page } = await openPage();
     await page.goto(`/emails/${id}`);
@@ -329,7 +329,6 @@ describe('one email', () => {
       'the campaign email sent',
       () => server.deps.db.selectFrom('emails').select(['id', 'status']).where('campaign_id', '=', campaign.id).execute(),
       (rows) => rows.length === 1 && rows[0]!.status !== 'QUEUED',
-      20_000,
     );
     const { page } = await openPage();
     await page.goto(`/emails/${row!.id}`);

@@ -21,7 +21,7 @@ beforeAll(async () => {
   env.sink.rule = { rcpt: (address) => (address.startsWith('hard') ? { code: 550, message: '5.1.1 no such user' } : null) };
   for (const to of ['a@receiver.example', 'b@receiver.example', 'c@receiver.example', 'hard@receiver.example']) {
     const { emailId } = await team.ok('POST', '/v1/emails', { from: `hello@${team.domain.name}`, to, subject: 'Hello', html: '<p>Hello</p>' });
-    await waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus), 10_000);
+    await waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus));
   }
   campaignId = await runningCampaign('Spring launch', 'r');
 }, 60_000);
@@ -38,7 +38,7 @@ async function runningCampaign(name: string, prefix: string): Promise<string> {
     name, from: `news@${team.domain.name}`, subject: 'News', contactBookId: book.id, html: '<p>News</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>',
     batchSize: 2, batchWindowMinutes: 60, sendNow: true,
   });
-  await waitFor('the first batch sent', () => team.ok('GET', `/v1/campaigns/${campaign.id}`), (c) => c.status === 'RUNNING' && c.sent === 2, 20_000);
+  await waitFor('the first batch sent', () => team.ok('GET', `/v1/campaigns/${campaign.id}`), (c) => c.status === 'RUNNING' && c.sent === 2);
   return campaign.id;
 }
 

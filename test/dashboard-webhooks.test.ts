@@ -2,8 +2,8 @@ import type { Browser, Page } from 'playwright-core';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot, signedIn } from './helpers/browser.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { waitFor } from './helpers/wait.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
+import { sleep, waitFor } from './helpers/wait.js';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from './helpers/webhook-receiver.js';
 
 // The sender runs in the test server; small numbers let calls and retries happen within a test's seconds.
@@ -29,11 +29,7 @@ async function receiver() {
   return started;
 }
 
-async function ok(key: string, method: string, path: string, body?: unknown) {
-  const res = await server.call(method, path, { key, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (key: string, method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
 
 /** The call log's rows as their cells' text, after reloading until `done` holds of them. */
 async function callLog(page: Page, done: (rows: string[][]) => boolean) {
@@ -44,7 +40,6 @@ async function callLog(page: Page, done: (rows: string[][]) => boolean) {
       return page.locator('table tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent!.trim())));
     },
     done,
-    15_000,
   );
 }
 
@@ -334,7 +329,7 @@ describe('dashboard webhooks', () => {
     const after = await ok(owner.apiKey, 'GET', `/v1/webhooks/${hook.id}`);
     expect(after, 'same URL, status, secret, and not updated since').toEqual(unchanged);
     expect(await ok(owner.apiKey, 'GET', `/v1/webhooks/${hook.id}/calls`)).toEqual(before);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(endpoint.received, 'no call was made or retried').toHaveLength(1);
     await context.close();
   });

@@ -5,6 +5,7 @@ import { verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone } from './helpers/emails.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import { waitFor } from './helpers/wait.js';
 
 let server: TestServer;
 let sink: SmtpSink;
@@ -28,15 +29,8 @@ afterAll(async () => {
   await sink.close();
 });
 
-async function mailTo(address: string, count = 1) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const found = sink.received.filter((m) => m.rcptTo.includes(address));
-    if (found.length >= count) return found;
-    if (Date.now() > deadline) throw new Error(`no confirmation reached ${address}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const mailTo = (address: string, count = 1) =>
+  waitFor(`${count} confirmation(s) at ${address}`, async () => sink.received.filter((m) => m.rcptTo.includes(address)), (found) => found.length >= count);
 
 async function confirmPath(address: string) {
   const [message] = await mailTo(address);

@@ -26,7 +26,7 @@ import {
   Rng,
   seedOf,
 } from './helpers/fuzz.js';
-import { sendWire, startTestServer, type CallResult, type TestServer } from './helpers/server.js';
+import { expectOk, sendWire, startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 
 // No workers (ROLE=api): nothing changes the data behind a test's back, so "a refused request
 // changed nothing" can be checked row by row, and mail stays where the API put it.
@@ -52,11 +52,7 @@ const sampleCampaign = (contactBookId: string, extra: Record<string, unknown> = 
   html: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', ...extra,
 });
 
-async function ok(method: string, path: string, body?: unknown, as: TeamFixture = team) {
-  const res = await as.call(method, path, body === undefined ? {} : { body });
-  expect(res.status, `${method} ${path} → ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (method: string, path: string, body?: unknown, as: TeamFixture = team) => expectOk(as, undefined, method, path, body);
 
 const newEmail = async (extra: Record<string, unknown> = {}) =>
   (await ok('POST', '/v1/emails', sampleEmail({ scheduledAt: FAR_FUTURE, ...extra }))).emailId as string;

@@ -28,7 +28,7 @@ async function open(localAddress: string, port = env.server.inboundPort!): Promi
   });
   socket.on('error', () => {});
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  await waitFor('the greeting', async () => replies.length, (n) => n > 0, 5_000);
+  await waitFor('the greeting', async () => replies.length, (n) => n > 0);
   return { socket, replies, closed };
 }
 
@@ -49,7 +49,7 @@ describe('the inbound listener shares itself fairly', () => {
       const again = await open('127.0.0.1');
       again.socket.end('QUIT\r\n');
       return again.replies[0]!;
-    }, (greeting) => greeting.startsWith('220'), 5_000);
+    }, (greeting) => greeting.startsWith('220'));
   });
 
   it('one network (an IPv4 /24) gets at most 20 sessions at once, however many addresses it uses; the next is refused with 421 while another /24 is served', async () => {
@@ -67,7 +67,7 @@ describe('the inbound listener shares itself fairly', () => {
       const again = await open('127.0.1.3');
       again.socket.end('QUIT\r\n');
       return again.replies[0]!;
-    }, (greeting) => greeting.startsWith('220'), 5_000);
+    }, (greeting) => greeting.startsWith('220'));
   });
 
   it('a session that loops on NOOP is answered 421 and closed after 1,000 commands', async () => {
@@ -120,7 +120,7 @@ describe('the inbound listener lets no session outlive its deadlines', () => {
     // Ten addresses in ten networks, so that neither the per-address nor the per-network cap stops them.
     const attackers = await Promise.all(Array.from({ length: 100 }, (_, n) => open(`127.0.${10 + (n % 10)}.1`, port())));
     for (const attacker of attackers) attacker.socket.write(`EHLO attacker.test\r\nMAIL FROM:<>\r\nRCPT TO:<${sent.returnPath}>\r\nDATA\r\n`);
-    await waitFor('every attacker in its message', async () => attackers.filter((a) => a.replies.some((line) => line.startsWith('354'))).length, (n) => n === 100, 10_000);
+    await waitFor('every attacker in its message', async () => attackers.filter((a) => a.replies.some((line) => line.startsWith('354'))).length, (n) => n === 100);
     const turnedAway = await open('127.0.9.1', port());
     expect(turnedAway.replies[0]).toMatch(/^421 /);
 

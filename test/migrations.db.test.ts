@@ -51,7 +51,7 @@ describe('080_lean_email_writes on mail stored by the version before', () => {
     await email('campaign', 'SENT', null, 'launch');
     await event('campaign', 'SENT', null, '2026-02-01T00:00:01Z');
 
-    expect(await migrate(db)).toEqual(['080_lean_email_writes.sql']);
+    expect(await migrate(db, { through: '080_lean_email_writes.sql' })).toEqual(['080_lean_email_writes.sql']);
 
     const history = async (id: string) =>
       (await listEvents(db, teamId, id)).map((e) => [e.status, (e.data as { scheduledAt?: string } | null)?.scheduledAt ?? null]);
@@ -61,5 +61,42 @@ describe('080_lean_email_writes on mail stored by the version before', () => {
     // The row keeps where the reschedule moved it.
     const { rows: [row] } = await sql<{ scheduled_at: Date }>`SELECT scheduled_at FROM emails WHERE id = 'rescheduled'`.execute(db);
     expect(row!.scheduled_at.toISOString()).toBe(T2);
+  });
+});
+
+describe('090_event_contract on calls stored by the version before', () => {
+  it('gives every email call its whole payload, built from its email and the details it kept, and leaves other calls as they were', async () => {
+    const db = await databaseAt('080_lean_email_writes.sql');
+    const { rows: [team] } = await sql<{ id: number }>`INSERT INTO teams (name) VALUES ('Old') RETURNING id`.execute(db);
+    const teamId = team!.id;
+    await sql`
+      INSERT INTO emails (team_id, id, domain_id, from_address, to_addresses, subject, message_id, status, campaign_id, created_at)
+      VALUES (${teamId}, 'e1', 7, 'news@old.example', '["reader@example.org"]', 'Hello', '<e1@old.example>', 'BOUNCED', 'launch', '2026-02-01T00:00:00Z')`.execute(db);
+    await sql`INSERT INTO webhooks (team_id, id, url, secret) VALUES (${teamId}, 'w1', 'https://hooks.example.com/', 'sealed')`.execute(db);
+    const call = (id: string, type: string, subject: string, data: object) => sql`
+      INSERT INTO webhook_calls (team_id, webhook_id, id, type, subject_key, data, next_attempt_at, created_at, updated_at)
+      VALUES (${teamId}, 'w1', ${id}, ${type}, ${subject}, ${JSON.stringify(data)}::jsonb, ${T1}::timestamptz, ${T1}::timestamptz, ${T1}::timestamptz)`.execute(db);
+    // What the version before kept of each: the event's details, or the whole payload of a domain call.
+    await call('c1', 'email.sent', 'e1', { response: '250 ok' });
+    await call('c2', 'email.bounced', 'e1', { bounceType: 'Permanent', diagnostic: '550 5.1.1 no such user', recipients: ['reader@example.org'], code: 550 });
+    await call('c3', 'domain.created', 'domain:7', { id: 7, name: 'old.example' });
+
+    expect(await migrate(db)).toEqual(['090_event_contract.sql']);
+
+    const data = async (id: string) => (await sql<{ data: unknown }>`SELECT data FROM webhook_calls WHERE id = ${id}`.execute(db)).rows[0]!.data;
+    const email = { id: 'e1', from: 'news@old.example', to: ['reader@example.org'], subject: 'Hello', occurredAt: T1, campaignId: 'launch', domainId: 7 };
+    expect(await data('c1')).toEqual({ ...email, status: 'SENT' });
+    expect(await data('c2')).toEqual({
+      ...email,
+      status: 'BOUNCED',
+      bounce: { type: 'Permanent', subType: 'General', message: '550 5.1.1 no such user', status: '550', remoteMta: null, recipients: ['reader@example.org'] },
+    });
+    expect(await data('c3')).toEqual({ id: 7, name: 'old.example' });
+  });
+
+  it('leaves no trigger behind: every rule an event follows is in the events module', async () => {
+    const db = await databaseAt('090_event_contract.sql');
+    const { rows } = await sql<{ tgname: string }>`SELECT tgname FROM pg_trigger WHERE NOT tgisinternal`.execute(db);
+    expect(rows).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { apiRoutes } from '../src/api/index.js';
+import { EVENT_TYPES } from '../src/events/contract.js';
 import { launchBrowser } from './helpers/browser.js';
 import { pathParams, routeName } from './helpers/fixtures.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -70,6 +71,20 @@ describe('OpenAPI document', () => {
   });
 });
 
+describe('the webhook calls in the OpenAPI document', () => {
+  it('lists every event type of the contract once, each with its body: the envelope, the type, and the data of that type', () => {
+    expect(Object.keys(doc.webhooks)).toEqual(EVENT_TYPES);
+    for (const type of EVENT_TYPES) {
+      const body = doc.webhooks[type].post.requestBody.content['application/json'].schema;
+      expect(body.required.sort(), type).toEqual(['attempt', 'createdAt', 'data', 'id', 'teamId', 'type', 'version']);
+      expect(body.properties.type.const, type).toBe(type);
+      expect(body.properties.data.type, type).toBe('object');
+    }
+    expect(doc.webhooks['email.bounced'].post.requestBody.content['application/json'].schema.properties.data.required).toContain('bounce');
+    expect(doc.webhooks['campaign.status_changed'].post.requestBody.content['application/json'].schema.properties.data.required).toContain('previousStatus');
+  });
+});
+
 describe('docs and health', () => {
   it('GET /docs is an HTML page whose assets and document are all served', async () => {
     const res = await fetch(`${server.url}/docs`);
@@ -109,7 +124,8 @@ describe('docs and health', () => {
       });
       await page.goto(`${server.url}/docs`);
       await page.locator('.opblock').first().waitFor();
-      expect(await page.locator('.opblock').count()).toBe(apiRoutes.length);
+      // Every route, and every webhook call the document describes.
+      expect(await page.locator('.opblock').count()).toBe(apiRoutes.length + EVENT_TYPES.length);
       expect(refused).toEqual([]);
     } finally {
       await browser.close();

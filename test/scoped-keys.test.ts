@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectRequestError } from './helpers/api-error.js';
 import { verifiedDomain } from './helpers/domains.js';
-import { startTestServer, type CallOptions, type TestServer } from './helpers/server.js';
+import { expectOk, startTestServer, type CallOptions, type TestServer } from './helpers/server.js';
 
 /**
  * A key scoped to one domain of its team (`key create --domain`), tried as an attacker holding it
@@ -17,11 +17,7 @@ let teamId: number;
 const FUTURE = () => new Date(Date.now() + 7 * 86_400_000).toISOString();
 const UNSUBSCRIBE = '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>';
 
-async function ok(key: string, method: string, path: string, body?: unknown) {
-  const res = await server.call(method, path, { key, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (key: string, method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
 
 /** Calls as the scoped key and expects 403 FORBIDDEN, in the error shape of the call (the legacy one for contact-book PATCH and DELETE). */
 async function expectForbidden(method: string, path: string, options: CallOptions, what: string) {

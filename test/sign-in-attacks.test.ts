@@ -47,13 +47,13 @@ describe('an unauthenticated form is bounded to 16 KiB and 20 fields before anyt
     expect(refused.status).toBe(413);
     expect(isPage(refused)).toBe(true);
     expect(refused.text).toContain('The form is larger than the limit of 16384 bytes');
-  }, 20_000);
+  });
 
   it('the same form sent chunked, without a length, is refused once 16 KiB of it have come, not at its end', async () => {
     const refused = await requestUnfinished('127.0.0.12', `${server.url}/login`, { headers: FORM, sent: hugeForm.slice(0, 20 * 1024) });
     expect(refused.status).toBe(413);
     expect(isPage(refused)).toBe(true);
-  }, 20_000);
+  });
 
   it('a small form of more than 20 fields is refused with 413, on /login and on the invite page', async () => {
     const invite = await inviteUser(server.deps, { teamId, email: 'fields@example.test', publicUrl: server.url });
@@ -93,7 +93,7 @@ describe('an unauthenticated form is bounded to 16 KiB and 20 fields before anyt
     expect(refused.status).toBe(429);
     expect(isPage(refused)).toBe(true);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(60);
-  }, 20_000);
+  });
 });
 
 describe('sign-in attempts are counted before the password is checked, so parallel ones cannot race the throttle', () => {

@@ -9,6 +9,7 @@ import { recordingLogger, type LogEntry } from './helpers/log.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
 import { plainMessage, queuedId, SubmissionClient } from './helpers/submission-client.js';
+import { sleep } from './helpers/wait.js';
 
 /**
  * SMTP submission (SPEC §9) with real clients against the real listeners: nodemailer as an
@@ -18,7 +19,6 @@ import { plainMessage, queuedId, SubmissionClient } from './helpers/submission-c
 const PDF = Buffer.from('%PDF-1.4\n% a tiny but binary \x00\x01\x02\xff attachment\n', 'latin1');
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array.from({ length: 300 }, (_, i) => i % 256)]);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const unique = (() => {
   let n = 0;
   return (label: string) => `${label}-${process.pid}-${++n}.test`;

@@ -1,18 +1,15 @@
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import pg from 'pg';
-import { describe, expect, inject, it } from 'vitest';
-import { newId } from '../src/ids.js';
-import { createTestDatabase, usingPostgres } from './helpers/database.js';
-import { withDatabase } from './helpers/global-setup.js';
+import { describe, expect, it } from 'vitest';
 import {
   childEnv,
   cleanUpAfterEach,
   cli,
+  errorsLogged,
   failedServerStart,
   killGroup,
-  logLines,
+  seededDataDir,
   startServerProcess,
   tempDir,
   within,
@@ -21,15 +18,17 @@ import { call } from './helpers/server.js';
 
 const cleanups = cleanUpAfterEach();
 
-async function dataDirForTest() {
-  const dir = await tempDir();
+/** A DATA_DIR removed after the test; `seeded`, it already holds the migrated embedded database. */
+async function dataDirForTest(seeded = false) {
+  const dir = await (seeded ? seededDataDir() : tempDir());
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   return dir;
 }
+const seededDataDirForTest = () => dataDirForTest(true);
 
+// What the embedded database's server keeps in DATA_DIR: its lock and the CLI's socket.
 const lockFile = (dataDir: string) => path.join(dataDir, 'mailroom.lock');
 const socketFile = (dataDir: string) => path.join(dataDir, 'mailroom.sock');
-const errorsLogged = (stderr: string) => logLines(stderr).filter((line) => line.level === 'error');
 
 describe('starting and stopping the service', () => {
   it('npm start on a fresh DATA_DIR serves /health on the embedded database, and SIGTERM exits 0', async () => {
@@ -47,7 +46,7 @@ describe('starting and stopping the service', () => {
   });
 
   it('a second server on the same DATA_DIR refuses to start, naming the directory and the holder', async () => {
-    const dataDir = await dataDirForTest();
+    const dataDir = await seededDataDirForTest();
     const env = childEnv({ DATA_DIR: dataDir });
     const first = await startServerProcess(env);
     const holder = (await readFile(lockFile(dataDir), 'utf8')).trim();
@@ -65,7 +64,7 @@ describe('starting and stopping the service', () => {
   });
 
   it('a server killed without shutting down leaves nothing that blocks the next start', async () => {
-    const dataDir = await dataDirForTest();
+    const dataDir = await seededDataDirForTest();
     const env = childEnv({ DATA_DIR: dataDir });
     const crashed = await startServerProcess(env);
     killGroup(crashed.child);
@@ -79,59 +78,5 @@ describe('starting and stopping the service', () => {
     const team = await cli(['team', 'create', '--name', 'After the crash'], env);
     expect((await call(next.url, 'GET', '/v1/contactBooks', { key: team.apiKey })).status).toBe(200);
     expect((await next.stop()).code).toBe(0);
-  });
-});
-
-describe('migrations', () => {
-  it('starting twice on the same data keeps the data and applies nothing again', async () => {
-    const dataDir = await dataDirForTest();
-    const database = usingPostgres() ? await createTestDatabase() : undefined;
-    if (database) cleanups.push(() => database.drop());
-    const env = childEnv({ DATA_DIR: dataDir, DATABASE_URL: database?.url });
-
-    const first = await startServerProcess(env);
-    const { apiKey } = await cli(['team', 'create', '--name', 'Persistent'], env);
-    const book = await call(first.url, 'POST', '/v1/contactBooks', { key: apiKey, body: { name: 'Kept' } });
-    expect(book.status).toBe(200);
-    expect((await first.stop()).code).toBe(0);
-
-    const second = await startServerProcess(env);
-    const fetched = await call(second.url, 'GET', `/v1/contactBooks/${book.body.id}`, { key: apiKey });
-    expect(fetched.status).toBe(200);
-    expect(fetched.body.name).toBe('Kept');
-    expect(logLines(second.stderr()).filter((line) => line.msg === 'migrations applied')).toEqual([]);
-    expect(errorsLogged(first.stderr() + second.stderr())).toEqual([]);
-    expect((await second.stop()).code).toBe(0);
-  });
-
-  it.skipIf(!usingPostgres())('two servers starting at once on a fresh PostgreSQL database both come up; the schema is applied once', async () => {
-    const template = inject('pgTemplate')!;
-    const name = `mailroom_t_${newId(12)}`;
-    const admin = new pg.Client({ connectionString: withDatabase(template, 'postgres') });
-    await admin.connect();
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    });
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = withDatabase(template, name);
-
-    const servers = await Promise.all(
-      [1, 2].map(async () => startServerProcess(childEnv({ DATA_DIR: await dataDirForTest(), DATABASE_URL: url }))),
-    );
-    for (const server of servers) expect((await call(server.url, 'GET', '/health')).body.status).toBe('ok');
-
-    const migrationFiles = (await readdir('src/db/migrations')).filter((file) => file.endsWith('.sql')).sort();
-    const appliedBy = servers.map((server) => logLines(server.stderr()).filter((line) => line.msg === 'migrations applied'));
-    expect(appliedBy.flat()).toHaveLength(1);
-    expect(appliedBy.flat()[0]!.applied).toEqual(migrationFiles);
-
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    const { rows } = await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
-    await client.end();
-    expect(rows.map((row) => row.name)).toEqual(migrationFiles);
-
-    for (const server of servers) expect((await server.stop()).code).toBe(0);
   });
 });

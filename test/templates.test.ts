@@ -2,7 +2,7 @@ import PostalMime from 'postal-mime';
 import { UseSend } from 'usesend-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifiedDomain } from './helpers/domains.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -23,11 +23,7 @@ afterAll(async () => {
   await sink.close();
 });
 
-async function ok(method: string, path: string, body?: unknown, as = key) {
-  const res = await server.call(method, path, { key: as, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (method: string, path: string, body?: unknown, as = key) => expectOk(server, as, method, path, body);
 
 const WELCOME = {
   name: 'Welcome',
@@ -38,7 +34,7 @@ const WELCOME = {
 
 /** The message the sink received for an email, parsed. */
 async function delivered(emailId: string) {
-  await waitFor(`email ${emailId} at the sink`, async () => sink.forEmail(emailId).length, (n) => n > 0, 10_000);
+  await waitFor(`email ${emailId} at the sink`, async () => sink.forEmail(emailId).length, (n) => n > 0);
   return PostalMime.parse(sink.forEmail(emailId)[0]!.raw);
 }
 

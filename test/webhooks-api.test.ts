@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookRoutes } from '../src/api/webhooks.js';
-import { WEBHOOK_EVENT_TYPES } from '../src/db/schema.js';
-import { PAYLOAD_VERSION } from '../src/webhooks/payload.js';
+import { EVENT_TYPES, PAYLOAD_VERSION } from '../src/events/contract.js';
 import { expectApiError } from './helpers/api-error.js';
 import { fillPath, routeName } from './helpers/fixtures.js';
 import { recordingLogger } from './helpers/log.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
 
 // ROLE=api: no sender runs, so every call stays as these tests make it (delivery is tested elsewhere).
 // Receivers are on port 1 of loopback, which the test servers allow and which refuses connections.
@@ -24,10 +23,9 @@ afterAll(async () => {
 });
 
 async function ok(method: string, path: string, body?: unknown, as = key) {
-  const res = await server.call(method, path, { key: as, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  if (typeof res.body?.secret === 'string') secretsSeen.add(res.body.secret);
-  return res.body;
+  const answer = await expectOk(server, as, method, path, body);
+  if (typeof answer?.secret === 'string') secretsSeen.add(answer.secret);
+  return answer;
 }
 
 const RECEIVER = 'http://127.0.0.1:1/hooks';
@@ -48,7 +46,7 @@ describe('webhooks', () => {
       id: expect.any(String),
       url: `${RECEIVER}/orders`,
       description: 'Orders',
-      events: [...WEBHOOK_EVENT_TYPES],
+      events: [...EVENT_TYPES],
       domainIds: [],
       status: 'ACTIVE',
       disabledReason: null,
@@ -68,7 +66,7 @@ describe('webhooks', () => {
     expect(changed).toMatchObject({ url: `${RECEIVER}/v2`, events: ['email.bounced', 'email.complained'], description: null, status: 'ACTIVE' });
     expect(changed).not.toHaveProperty('secret');
     // null is every type again, including types added later (stored as none named).
-    expect((await ok('PATCH', `/v1/webhooks/${created.id}`, { events: null })).events).toEqual([...WEBHOOK_EVENT_TYPES]);
+    expect((await ok('PATCH', `/v1/webhooks/${created.id}`, { events: null })).events).toEqual([...EVENT_TYPES]);
     expect((await storedWebhook(created.id)).events).toEqual([]);
 
     const rotated = await ok('POST', `/v1/webhooks/${created.id}/rotate-secret`);

@@ -4,12 +4,12 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { UseSend } from 'usesend-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { WEBHOOK_EVENT_TYPES } from '../src/db/schema.js';
+import { callBodySchema, EVENT_TYPES } from '../src/events/contract.js';
 import { SIMULATOR } from '../src/sending/transports/capture.js';
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { dnsVerifiedDomain, startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { waitForEmail } from './helpers/emails.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 import {
   closedPort,
@@ -58,11 +58,7 @@ afterAll(async () => {
 
 type Hook = { id: string; secret: string; url: string; teamId: number; receiver: WebhookReceiver | null };
 
-async function ok(method: string, path: string, body?: unknown, as = key) {
-  const res = await server.call(method, path, { key: as, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (method: string, path: string, body?: unknown, as = key) => expectOk(server, as, method, path, body);
 
 async function receiver(answer?: Answerer, host?: string, port?: number) {
   const started = await startWebhookReceiver({ answer, host, port });
@@ -85,8 +81,7 @@ async function hook(options: { events?: string[]; domainIds?: number[]; answer?:
 const webhookOf = (h: Hook, as = key) => ok('GET', `/v1/webhooks/${h.id}`, undefined, as);
 const callLog = async (h: Hook, as = key): Promise<any[]> => (await ok('GET', `/v1/webhooks/${h.id}/calls?limit=100`, undefined, as)).data;
 const callOf = (h: Hook, callId: string) => ok('GET', `/v1/webhooks/${h.id}/calls/${callId}`);
-const waitForCall = (h: Hook, callId: string, what: string, done: (call: any) => boolean, timeoutMs = 10_000) =>
-  waitFor(`call ${callId} ${what}`, () => callOf(h, callId), done, timeoutMs);
+const waitForCall = (h: Hook, callId: string, what: string, done: (call: any) => boolean) => waitFor(`call ${callId} ${what}`, () => callOf(h, callId), done);
 const testCall = async (h: Hook): Promise<string> => (await ok('POST', `/v1/webhooks/${h.id}/test`)).id;
 
 /** The first request of each call, in arrival order (a healthy receiver gets each call once). */
@@ -115,8 +110,8 @@ const from = () => `Hooks <hello@${domain.name}>`;
 const send = async (to: string, extra: Record<string, unknown> = {}): Promise<string> =>
   (await ok('POST', '/v1/emails', { from: from(), to, subject: `To ${to}`, html: '<p>Hello</p>', ...extra })).emailId;
 
-const EMAIL_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => type.startsWith('email.'));
-const OTHER_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => !type.startsWith('email.') && type !== 'webhook.test');
+const EMAIL_TYPES = EVENT_TYPES.filter((type) => type.startsWith('email.'));
+const OTHER_TYPES = EVENT_TYPES.filter((type) => !type.startsWith('email.') && type !== 'webhook.test');
 // Nothing in Mailroom produces email.rejected (no transport reports a rejection apart from a bounce).
 const UNPRODUCED = ['email.rejected'];
 
@@ -250,6 +245,25 @@ describe('every event type reaches the webhooks subscribed to it, and only those
     }
   });
 
+  it('a call tells of the email as it was when its event happened: after the email changed, its call log entry and its retry say the same', async () => {
+    const h = await hook({ events: ['email.scheduled'] });
+    const passing = await verifiedDomain(server, key, 'snapshot.hooks.test');
+    const emailId = (await ok('POST', '/v1/emails', {
+      from: `hello@${passing.name}`, to: 'later@example.org', subject: 'Later', html: '<p>x</p>', scheduledAt: new Date(Date.now() + 86_400_000).toISOString(),
+    })).emailId;
+    const delivered = await oneCall(h.receiver!, 'email.scheduled of the email', (b) => b.type === 'email.scheduled' && b.data.id === emailId);
+    expect(delivered.data).toMatchObject({ id: emailId, status: 'SCHEDULED', domainId: passing.id, subject: 'Later' });
+    const logged = async () => (await callLog(h)).find((call) => call.id === delivered.id);
+    expect((await logged()).payload.data).toEqual(delivered.data);
+
+    // Deleting the domain takes it off the email (domain_id is null now): the event's call keeps it.
+    await ok('DELETE', `/v1/domains/${passing.id}`);
+    expect((await logged()).payload.data).toEqual(delivered.data);
+    await ok('POST', `/v1/webhooks/${h.id}/calls/${delivered.id}/retry`);
+    const retried = await h.receiver!.waitFor('the retried call', (received) => received.filter((r) => r.json?.id === delivered.id).length === 2);
+    expect(retried.filter((r) => r.json?.id === delivered.id)[1]!.json.data).toEqual(delivered.data);
+  });
+
   it('domain.updated is called when tracking is turned on', async () => {
     await ok('PATCH', `/v1/domains/${domain.id}`, { openTracking: true, clickTracking: true });
     for (const h of [all, otherOnly]) {
@@ -363,7 +377,7 @@ describe('every event type reaches the webhooks subscribed to it, and only those
 
   it(`every event type but ${UNPRODUCED.join(', ')} reached the webhook of all events; the others got only the types they are subscribed to`, async () => {
     const seen = (h: Hook) => new Set(typesOf(h.receiver!.received));
-    expect([...seen(all)].sort()).toEqual(WEBHOOK_EVENT_TYPES.filter((type) => !UNPRODUCED.includes(type)).sort());
+    expect([...seen(all)].sort()).toEqual(EVENT_TYPES.filter((type) => !UNPRODUCED.includes(type)).sort());
     expect([...seen(emailOnly)].sort()).toEqual(EMAIL_TYPES.filter((type) => !UNPRODUCED.includes(type)).sort());
     expect([...seen(otherOnly)].sort()).toEqual([...OTHER_TYPES].sort());
     // Not only what arrived: the call logs hold no call of another type either.
@@ -372,6 +386,13 @@ describe('every event type reaches the webhooks subscribed to it, and only those
       const logged = await ok('GET', `/v1/webhooks/${h.id}/calls?limit=100`);
       expect(logged.count).toBe(h.receiver!.received.length);
       expect(logged.data.filter((call: { type: string }) => !(types as readonly string[]).includes(call.type))).toEqual([]);
+    }
+    // Every body is exactly what the event contract declares for its type (which the OpenAPI document shows).
+    for (const h of [all, emailOnly, otherOnly]) {
+      for (const r of h.receiver!.received) {
+        const checked = callBodySchema(r.json.type).strict().safeParse(r.json);
+        expect(checked.error?.issues, `${r.json.type}: ${JSON.stringify(r.json)}`).toBeUndefined();
+      }
     }
     // Each got every call of its types once, each on its first attempt.
     for (const h of [all, emailOnly, otherOnly]) {
@@ -412,13 +433,18 @@ describe('order of one email’s calls', () => {
 });
 
 describe('retries', () => {
+  // A receiver told to answer this slowly: the call log's response time is at least that, as measured
+  // by the sender (whose clock may read a timer's end a little early).
+  const SLOW_ANSWER_MS = 250;
+  const CLOCK_SLACK_MS = 50;
+
   it('a 500, then a timeout, then a 200: three attempts of one call, all with the same webhook-id, X-UseSend-Retry and attempt counting up, each signed afresh', async () => {
-    const answers = [{ status: 500, body: 'not now' }, { hang: true }, { status: 200 }];
+    const answers = [{ status: 500, body: 'not now' }, { hang: true }, { status: 200, delayMs: SLOW_ANSWER_MS }];
     const h = await hook({ events: ['webhook.test'], answer: (_, index) => answers[Math.min(index, 2)]! });
     const callId = await testCall(h);
     const done = await waitForCall(h, callId, 'DELIVERED', (call) => call.status !== 'PENDING');
     expect(done).toMatchObject({ status: 'DELIVERED', attempt: 3, responseStatus: 200, lastError: null, nextAttemptAt: null });
-    expect(done.responseTimeMs).toBeGreaterThanOrEqual(0);
+    expect(done.responseTimeMs, 'the time of the last attempt, which the receiver answered slowly').toBeGreaterThanOrEqual(SLOW_ANSWER_MS - CLOCK_SLACK_MS);
 
     const received = h.receiver!.received;
     expect(received).toHaveLength(3);
@@ -428,13 +454,12 @@ describe('retries', () => {
     expect(received.map((r) => r.json.attempt)).toEqual([1, 2, 3]);
     expect(received.map((r) => r.json.id)).toEqual([callId, callId, callId]);
     expect(new Set(received.map((r) => r.headers['webhook-signature'])).size).toBe(3);
-    // The timed-out attempt was given up after WEBHOOK_TIMEOUT_MS, not waited for.
+    // The timed-out attempt was given up after WEBHOOK_TIMEOUT_MS (the receiver never answers it).
     expect(received[2]!.at - received[1]!.at).toBeGreaterThanOrEqual(1000);
-    expect(received[2]!.at - received[1]!.at).toBeLessThan(5000);
   });
 
   it('the call log records status, response code, latency and last error of calls that failed every attempt: a 500, a timeout, a refused connection', async () => {
-    const failing = await hook({ events: ['webhook.test'], answer: () => ({ status: 500, body: 'broken receiver' }) });
+    const failing = await hook({ events: ['webhook.test'], answer: () => ({ status: 500, body: 'broken receiver', delayMs: SLOW_ANSWER_MS }) });
     const hanging = await hook({ events: ['webhook.test'], answer: () => ({ hang: true }) });
     const refusedPort = await closedPort();
     const refused = await hook({ events: ['webhook.test'], url: `http://127.0.0.1:${refusedPort}/hook` });
@@ -446,7 +471,7 @@ describe('retries', () => {
       waitForCall(refused, c!, 'FAILED', ended),
     ]);
     expect(failed500).toMatchObject({ status: 'FAILED', attempt: 3, responseStatus: 500, lastError: 'HTTP 500: broken receiver', nextAttemptAt: null });
-    expect(failed500.responseTimeMs).toBeGreaterThanOrEqual(0);
+    expect(failed500.responseTimeMs).toBeGreaterThanOrEqual(SLOW_ANSWER_MS - CLOCK_SLACK_MS);
     expect(timedOut).toMatchObject({ status: 'FAILED', attempt: 3, responseStatus: null, lastError: 'timed out after 1000 ms' });
     expect(timedOut.responseTimeMs).toBeGreaterThanOrEqual(1000);
     expect(refusedCall).toMatchObject({ status: 'FAILED', attempt: 3, responseStatus: null, lastError: 'connection refused (ECONNREFUSED)' });
@@ -457,12 +482,12 @@ describe('retries', () => {
     expect(third! - second!).toBeGreaterThan(second! - first!);
 
     // A FAILED call retried from the log goes out once more, now to a receiver that is up.
-    const upAgain = await receiver(() => ({ status: 204 }), '127.0.0.1', refusedPort);
+    const upAgain = await receiver(() => ({ status: 204, delayMs: SLOW_ANSWER_MS }), '127.0.0.1', refusedPort);
     const retried = await ok('POST', `/v1/webhooks/${refused.id}/calls/${c}/retry`);
     expect(retried).toMatchObject({ id: c, status: 'PENDING', attempt: 3 });
     const delivered = await waitForCall(refused, c!, 'DELIVERED', (call) => call.status !== 'PENDING');
     expect(delivered).toMatchObject({ status: 'DELIVERED', attempt: 4, responseStatus: 204, lastError: null });
-    expect(delivered.responseTimeMs).toBeGreaterThanOrEqual(0);
+    expect(delivered.responseTimeMs).toBeGreaterThanOrEqual(SLOW_ANSWER_MS - CLOCK_SLACK_MS);
     expect(upAgain.received).toHaveLength(1);
     expect(upAgain.received[0]!.headers).toMatchObject({ 'webhook-id': c, 'x-usesend-retry': 'true' });
     expect(upAgain.received[0]!.json).toMatchObject({ id: c, type: 'webhook.test', attempt: 4 });
@@ -476,7 +501,7 @@ describe('retries', () => {
     const waiting = await waitForCall(h, callId, 'waiting for its retry', (call) => call.attempt === 1);
     expect(waiting).toMatchObject({ status: 'PENDING', responseStatus: 429, lastError: 'HTTP 429' });
     expect(new Date(waiting.nextAttemptAt).getTime()).toBeGreaterThanOrEqual(first!.at + 1000);
-    const [, second] = await h.receiver!.waitForCount(2, 5000);
+    const [, second] = await h.receiver!.waitForCount(2);
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(1000);
     expect(await waitForCall(h, callId, 'DELIVERED', (call) => call.status !== 'PENDING')).toMatchObject({ status: 'DELIVERED', attempt: 2 });
   });

@@ -1,3 +1,5 @@
+import { sleep } from './wait.js';
+
 /**
  * Waits, when less than `needMs` is left of the clock's current minute, for the next one: limits
  * counted per minute of the clock (AUTH_FAILURES_PER_MINUTE) start over at its turn, so a test
@@ -5,5 +7,5 @@
  */
 export async function roomInThisMinute(needMs: number): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
+  if (left < needMs) await sleep(left + 100);
 }

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
-import { startTestServer, type TestServer } from './server.js';
+import { expectOk, startTestServer, type TestServer } from './server.js';
+import { waitFor } from './wait.js';
 
 /** A loopback DNS server, a test server resolving through it, and a team to act as. */
 export async function startServerWithDns(
@@ -25,21 +26,8 @@ export async function startServerWithDns(
 export const hoursEnv = (ms: number) => String(ms / 3_600_000);
 
 /** Polls GET /v1/domains/{id} until the domain satisfies the predicate; fails after the timeout. */
-export async function waitForDomain(
-  server: Pick<TestServer, 'call'>,
-  key: string,
-  id: number,
-  predicate: (domain: any) => boolean,
-  timeoutMs = 10_000,
-): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { status, body } = await server.call('GET', `/v1/domains/${id}`, { key });
-    expect(status).toBe(200);
-    if (predicate(body)) return body;
-    if (Date.now() > deadline) throw new Error(`domain ${id} never reached the expected state; last seen: ${JSON.stringify(body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+export function waitForDomain(server: Pick<TestServer, 'call'>, key: string, id: number, predicate: (domain: any) => boolean, timeoutMs?: number): Promise<any> {
+  return waitFor(`domain ${id} in the expected state`, () => expectOk(server, key, 'GET', `/v1/domains/${id}`), predicate, timeoutMs);
 }
 
 export async function createDomain(server: Pick<TestServer, 'call'>, key: string, name: string) {
@@ -50,7 +38,7 @@ export async function createDomain(server: Pick<TestServer, 'call'>, key: string
 
 /**
  * A domain of the team marked verified in the database, for tests about sending rather than DNS
- * (test/domain-verification.test.ts proves the real way there).
+ * (test/domain-verification.db.test.ts proves the real way there).
  */
 export async function verifiedDomain(server: Pick<TestServer, 'call' | 'deps'>, key: string, name: string) {
   const domain = await createDomain(server, key, name);

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { verifiedDomain } from './domains.js';
 import { recordingLogger } from './log.js';
 import type { Sent } from './reports.js';
-import { startTestServer, type TestServer } from './server.js';
+import { expectOk, startTestServer, type TestServer } from './server.js';
 import { deliverRaw } from './smtp-client.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { waitFor } from './wait.js';
@@ -37,11 +37,7 @@ export type FeedbackTeam = Awaited<ReturnType<typeof feedbackTeam>>;
 export async function feedbackTeam(server: TestServer, sink: SmtpSink, domainName: string) {
   const { teamId, apiKey: key } = await server.team(domainName);
   const domain = await verifiedDomain(server, key, domainName);
-  const ok = async (method: string, path: string, body?: unknown) => {
-    const res = await server.call(method, path, { key, body });
-    expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-    return res.body;
-  };
+  const ok = (method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
   const email = (id: string) => ok('GET', `/v1/emails/${id}`);
   /** The message as the sink got it, with its envelope sender. */
   const sentMessage = (id: string): Sent => {
@@ -59,7 +55,7 @@ export async function feedbackTeam(server: TestServer, sink: SmtpSink, domainNam
     /** Sends one email and waits until the receiver accepted it. */
     async send(to: string, html = '<p>Hello</p>') {
       const { emailId } = await ok('POST', '/v1/emails', { from: `Hello <hello@${domain.name}>`, to, subject: 'Hello there', html });
-      await waitFor(`email to ${to} delivered`, () => email(emailId), (e) => e.latestStatus === 'DELIVERED', 10_000);
+      await waitFor(`email to ${to} delivered`, () => email(emailId), (e) => e.latestStatus === 'DELIVERED');
       return { emailId: emailId as string, sent: sentMessage(emailId) };
     },
     /** A campaign to a new book of these addresses, sent and finished; its email id per address. */
@@ -69,7 +65,7 @@ export async function feedbackTeam(server: TestServer, sink: SmtpSink, domainNam
       const created = await ok('POST', '/v1/campaigns', {
         name: 'Feedback', from: `News <news@${domain.name}>`, subject: 'News', contactBookId: book.id, html, sendNow: true,
       });
-      await waitFor('campaign SENT', () => ok('GET', `/v1/campaigns/${created.id}`), (c) => c.status === 'SENT', 20_000);
+      await waitFor('campaign SENT', () => ok('GET', `/v1/campaigns/${created.id}`), (c) => c.status === 'SENT');
       const emails = await server.deps.db
         .selectFrom('emails')
         .select(['id', 'to_addresses'])

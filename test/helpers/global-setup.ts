@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -13,16 +13,20 @@ declare module 'vitest' {
     pgTemplate: string | null;
     /** PGlite: a dump of a migrated database to load per test server. */
     pgliteDump: string | null;
+    /** PGlite: a DATA_DIR holding a migrated database, to copy for each child process. */
+    pgliteDataDir: string | null;
   }
 }
 
 /**
- * Migrates one database for the whole run; every test server then starts from a copy of it, which
- * is much faster than creating and migrating a database each time.
+ * Migrates one database for the whole run of a project; every test server then starts from a copy
+ * of it, which is much faster than creating and migrating a database each time. The project
+ * `postgres` (see vitest.config.ts) copies a PostgreSQL database on the server DATABASE_URL names;
+ * every other one loads a PGlite dump.
  */
 export default async function setup(project: TestProject) {
   const baseUrl = process.env.DATABASE_URL;
-  if (baseUrl) {
+  if (project.name === 'postgres' && baseUrl) {
     const name = `mailroom_tpl_${process.pid}_${Date.now()}`;
     const admin = new pg.Client({ connectionString: baseUrl });
     await admin.connect();
@@ -33,13 +37,17 @@ export default async function setup(project: TestProject) {
     await handle.close();
     project.provide('pgTemplate', url);
     project.provide('pgliteDump', null);
+    project.provide('pgliteDataDir', null);
     return async () => {
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     };
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-tpl-'));
-  const pglite = await PGlite.create();
+  // On disk, where a service keeps it under DATA_DIR: child processes start on a copy of the files.
+  const dataDir = path.join(dir, 'data');
+  await mkdir(dataDir);
+  const pglite = await PGlite.create(path.join(dataDir, 'pgdata'));
   const handle = await openDatabase({ pglite });
   await migrate(handle.db);
   const dump = await pglite.dumpDataDir('none');
@@ -48,6 +56,7 @@ export default async function setup(project: TestProject) {
   await writeFile(file, Buffer.from(await dump.arrayBuffer()));
   project.provide('pgTemplate', null);
   project.provide('pgliteDump', file);
+  project.provide('pgliteDataDir', dataDir);
   return () => rm(dir, { recursive: true, force: true });
 }
 

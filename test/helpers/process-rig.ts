@@ -1,9 +1,9 @@
 import { rm } from 'node:fs/promises';
 import { expect } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './database.js';
+import { createTestDatabase, usingPostgres } from './database.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
-import { childEnv, cli, killAll, tempDir, type ServerProcess } from './processes.js';
-import { call } from './server.js';
+import { childEnv, cli, killAll, seededDataDir, type ServerProcess } from './processes.js';
+import { apiAt, call, expectOk } from './server.js';
 import { messageIdOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { waitFor } from './wait.js';
 
@@ -21,7 +21,6 @@ export const RECOVERY_MS = 30_000;
 export type ProcessRig = {
   dns: TestDnsServer;
   sink: SmtpSink;
-  database: TestDatabase;
   dataDir: string;
   /** The environment of a `npm start` child that uses all of the above. */
   env(extra?: Record<string, string>): NodeJS.ProcessEnv;
@@ -49,19 +48,20 @@ export const byRecipient = (message: SmtpSink['received'][number]) => message.rc
 /**
  * What the tests of real `npm start` processes share: a loopback DNS server that verifies their
  * domains, an SMTP sink that answers after `replyDelayMs` (so mail stays in flight a while, as over
- * a network), a fresh database of this run's kind, a data directory, and the child environment that
- * points at them.
+ * a network), a fresh database of this run's kind (on PGlite, migrated in the data directory), a data
+ * directory, and the child environment that points at them.
  */
 export async function startProcessRig(options: { replyDelayMs: number }): Promise<ProcessRig> {
   const dns = await startDnsServer();
   const sink = await startSmtpSink({ closeTimeout: 50, replyDelayMs: options.replyDelayMs });
-  const database = await createTestDatabase();
-  const dataDir = await tempDir();
+  // On PGlite the children find their database in the data directory.
+  const database = usingPostgres() ? await createTestDatabase() : null;
+  const dataDir = await seededDataDir();
 
   const env = (extra: Record<string, string> = {}) =>
     childEnv({
       DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
+      DATABASE_URL: database?.url,
       SMTP_URL: sink.url,
       SMTP_POOL_SIZE: '4',
       DNS_SERVERS: dns.address,
@@ -76,7 +76,6 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
   const rig: ProcessRig = {
     dns,
     sink,
-    database,
     dataDir,
     env,
     async sendingTeam(server, domain) {
@@ -89,17 +88,12 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
         `${domain} verified`,
         async () => (await call(server.url, 'GET', `/v1/domains/${created.body.id}`, { key })).body.status,
         (status) => status === 'SUCCESS',
-        10_000,
       );
       return { key, from: `news@${domain}`, domainId: created.body.id };
     },
     async campaignReady(server, domain, contacts) {
       const { key, from } = await rig.sendingTeam(server, domain);
-      const post = async (path: string, body: unknown) => {
-        const res = await call(server.url, 'POST', path, { key, body });
-        expect(res.status, `POST ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-        return res.body;
-      };
+      const post = (path: string, body: unknown) => expectOk(apiAt(server.url), key, 'POST', path, body);
       const book = await post('/v1/contactBooks', { name: 'Campaign readers' });
       for (let start = 0; start < contacts; start += 5000) {
         const rows = Array.from({ length: Math.min(5000, contacts - start) }, (_, i) => ({ email: `c${start + i}@example.org`, firstName: `C${start + i}` }));
@@ -117,7 +111,7 @@ export async function startProcessRig(options: { replyDelayMs: number }): Promis
       killAll();
       await sink.close();
       await dns.close();
-      await database.drop();
+      await database?.drop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };

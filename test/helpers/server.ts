@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { teamRateLimiter } from '../../src/http/shared-rate-limit.js';
 import { createLogger, type Logger } from '../../src/log.js';
@@ -61,11 +62,23 @@ export async function startTestServer(
   };
 }
 
+/**
+ * Calls `api` (as `key`, unless the caller brings its own, as a TeamFixture does) and expects 200:
+ * answers the body, or fails naming the call and what came back.
+ */
+export async function expectOk(api: Pick<TestServer, 'call'>, key: string | undefined, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await api.call(method, path, key === undefined ? { body } : { key, body });
+  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
+  return res.body;
+}
+
 /** The API of a server at `baseUrl` (a child process, say), as tests call a TestServer's. */
 export const apiAt = (baseUrl: string): Pick<TestServer, 'call'> => ({ call: (method, path, options) => call(baseUrl, method, path, options) });
 
 export async function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
-  const headers: Record<string, string> = { ...options.headers };
+  // A connection of its own: on a loaded machine a pooled one may be one the server is closing at
+  // its keep-alive timeout, and the call would fail with ECONNRESET before the server saw it.
+  const headers: Record<string, string> = { connection: 'close', ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body: string | undefined = options.rawBody;
   if (options.body !== undefined) {

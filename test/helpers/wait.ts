@@ -5,6 +5,9 @@ export async function waitFor<T>(what: string, read: () => Promise<T>, done: (va
     const value = await read();
     if (done(value)) return value;
     if (Date.now() > deadline) throw new Error(`${what}: never happened; last seen ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await sleep(25);
   }
 }
+
+/** Lets `ms` pass: for a test that must see nothing happen meanwhile, or let a known period run out. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -57,7 +57,8 @@ export type WebhookReceiver = {
   close(): Promise<void>;
 };
 
-const DEFAULT_WAIT_MS = 15_000;
+// As long as wait.ts's waitFor: a bound for what never comes, not for what a busy machine delays.
+const DEFAULT_WAIT_MS = 60_000;
 
 /**
  * A real HTTP receiver for outgoing webhook calls, on `host` (127.0.0.1 by default) and `port`

@@ -34,7 +34,7 @@ describe('the reputation guard', () => {
     });
     const from = `news@${team.domain.name}`;
     const running = await team.ok('POST', '/v1/campaigns', body(await bookOf('later', 30), from, { batchSize: 10, batchWindowMinutes: 1440, sendNow: true }));
-    await waitFor('first batch out', () => campaign(running.id), (c) => c.status === 'RUNNING' && c.delivered === 10, 10_000);
+    await waitFor('first batch out', () => campaign(running.id), (c) => c.status === 'RUNNING' && c.delivered === 10);
     const scheduled = await team.ok('POST', '/v1/campaigns', body(await bookOf('tomorrow', 5), from, { scheduledAt: 'tomorrow 9am' }));
     await verifiedDomain(env.server, team.key, 'unrelated.test');
     const elsewhere = await team.ok('POST', '/v1/campaigns', body(await bookOf('elsewhere', 5), 'news@unrelated.test', { scheduledAt: 'tomorrow 9am' }));
@@ -59,7 +59,7 @@ describe('the reputation guard', () => {
     // It stays paused until someone resumes it: the workers go on (they release and send a campaign
     // of another domain from start to end) and leave it alone.
     const probe = await team.ok('POST', '/v1/campaigns', body(await bookOf('probe', 2), 'news@unrelated.test', { sendNow: true }));
-    await waitFor('a campaign of another domain sent', () => campaign(probe.id), (c) => c.status === 'SENT', 10_000);
+    await waitFor('a campaign of another domain sent', () => campaign(probe.id), (c) => c.status === 'SENT');
     expect(await campaign(running.id)).toMatchObject({ status: 'PAUSED', delivered: 10 });
     expect(await team.ok('POST', `/v1/campaigns/${running.id}/resume`)).toEqual({ success: true });
     expect(await campaign(running.id)).toMatchObject({ status: 'RUNNING', pausedReason: null });
@@ -93,7 +93,7 @@ describe('the REPUTATION_MIN_DELIVERED floor', () => {
       name: 'Running', from: `news@${own.domain.name}`, subject: 'Hi', contactBookId: book.id,
       html: '<p>Hi</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', batchSize: 1, batchWindowMinutes: 1440, sendNow: true,
     });
-    await waitFor('first email out', () => campaign(running.id), (c) => c.status === 'RUNNING' && c.delivered === 1, 10_000);
+    await waitFor('first email out', () => campaign(running.id), (c) => c.status === 'RUNNING' && c.delivered === 1);
 
     // The guard judges each bounce before the report is answered.
     const bounce = async ({ emailId, sent }: { emailId: string; sent: Sent }) => {

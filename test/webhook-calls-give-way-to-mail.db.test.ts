@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { sleep } from './helpers/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 
 // ROLE=api: no dispatcher runs; the test plays its part by emitting the signal a dispatcher
@@ -28,11 +29,11 @@ it('on the embedded database no webhook call goes out while mail is being sent, 
   server.deps.signals.emit('dispatching', true);
   try {
     expect((await server.call('POST', `/v1/webhooks/${hook.body.id}/test`, { key })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await sleep(1_500);
     if (server.deps.dbKind === 'pglite') expect(receiver.received, 'a call went out while mail was being sent').toHaveLength(0);
   } finally {
     server.deps.signals.emit('dispatching', false);
   }
-  const [call] = await receiver.waitFor('the held test call', (received) => received.length === 1, 10_000);
+  const [call] = await receiver.waitFor('the held test call', (received) => received.length === 1);
   expect(call!.json.type).toBe('webhook.test');
 });

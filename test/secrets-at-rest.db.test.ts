@@ -16,7 +16,7 @@ import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, verifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
 import { recordingLogger, type LogEntry } from './helpers/log.js';
-import { childEnv, cleanUpAfterEach, runCli, tempDir } from './helpers/processes.js';
+import { childEnv, cleanUpAfterEach, runCli, seededDataDir } from './helpers/processes.js';
 import { apiAt, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -35,7 +35,7 @@ const cleanups = cleanUpAfterEach();
 type Store = { dataDir: string; source: DatabaseSource; url: string | null };
 
 async function newDataDir(): Promise<string> {
-  const dataDir = await tempDir();
+  const dataDir = await seededDataDir();
   cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
   return dataDir;
 }
@@ -214,7 +214,7 @@ describe('DKIM private keys are encrypted at rest', () => {
       );
       return result.rows[0]!.n;
     };
-    await waitFor('both starts waiting on the domains', waiting, (n) => n === 2, 10_000);
+    await waitFor('both starts waiting on the domains', waiting, (n) => n === 2);
     await holder.query('COMMIT');
 
     const services = await starting;

@@ -6,7 +6,7 @@ import { SILENT_AFTER_SECONDS, startWorkerRegistry, type WorkerRegistry } from '
 import { usingPostgres } from './helpers/database.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { waitFor } from './helpers/wait.js';
+import { sleep, waitFor } from './helpers/wait.js';
 
 const LEASE_MS = 300_000;
 
@@ -67,11 +67,11 @@ describe.skipIf(!usingPostgres())('claims of a silent worker, on PostgreSQL', ()
     const other = await registry();
     expect(await claim(alive.token(), other.silent())).toEqual([...ids].sort());
     // Beats go on past the silence threshold: the claims stay where they are.
-    await new Promise((resolve) => setTimeout(resolve, (SILENT_AFTER_SECONDS + 1) * 1000));
+    await sleep((SILENT_AFTER_SECONDS + 1) * 1000);
     expect(other.silent()).not.toContain(alive.id);
     expect(await claim(other.token(), other.silent())).toEqual([]);
     expect(alive.silent()).not.toContain(alive.id);
-  }, 20_000);
+  });
 
   it('a worker that stopped cleanly is silent at once: whatever it still held is taken over without waiting', async () => {
     const ids = await queuedEmails(2);

@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
 import { hoursEnv, verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone, settled, statusesOf, waitForEmail } from './helpers/emails.js';
 import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import { sleep } from './helpers/wait.js';
 
 /** A server sending to its own SMTP sink, with a team and a verified sender. */
 async function startMailServer(env: Record<string, string>) {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIMULATOR } from '../src/sending/transports/capture.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone } from './helpers/emails.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 // The capture transport: mail to SIMULATOR.delayed is taken, then reported delayed, as a DSN would.
@@ -18,11 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-async function ok(method: string, path: string, body?: unknown) {
-  const res = await server.call(method, path, { key, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
 
 /**
  * A running campaign whose first batch went out, its first recipient's message then reported

@@ -6,9 +6,6 @@ import { call } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 const CONTACTS = 4000;
-/** SHUTDOWN_TIMEOUT_MS's default: a drain must end well within it. */
-const SHUTDOWN_TIMEOUT_MS = 30_000;
-
 let rig: ProcessRig;
 
 beforeEach(async () => {
@@ -25,11 +22,12 @@ async function startCampaign(server: ServerProcess, domain: string) {
 
 const underWay = () => waitFor('campaign under way', async () => rig.sink.received.length, (n) => n >= 500, 60_000);
 
-/** SIGTERM; answers how long the drain took. The process must exit 0. */
-async function terminate(server: ServerProcess): Promise<number> {
-  const started = Date.now();
-  expect(await server.stop(), 'a SIGTERM stops the process cleanly').toEqual({ code: 0, signal: null });
-  return Date.now() - started;
+/**
+ * SIGTERM; the process must exit 0, which also says its drain ended in time: one still under way
+ * at SHUTDOWN_TIMEOUT_MS is cut short with exit 1 (test/shutdown-timeout.db.test.ts).
+ */
+async function terminate(server: ServerProcess) {
+  expect(await server.stop(), 'a SIGTERM stops the process cleanly, in time').toEqual({ code: 0, signal: null });
 }
 
 async function untilSent(server: ServerProcess, key: string, id: string) {
@@ -61,10 +59,9 @@ describe('SIGTERM while a campaign is sending', () => {
     const first = await startServerProcess(rig.env());
     const { key, id } = await startCampaign(first, 'sigterm-all.test');
     await underWay();
-    const took = await terminate(first);
+    await terminate(first);
     const atStop = rig.sink.received.length;
     expect(atStop, 'the SIGTERM came while the campaign was still sending').toBeLessThan(CONTACTS);
-    expect(took).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
     // Everything that reached the sink was recorded as sent before the exit.
     expect(sentBy(first)).toBe(atStop);
 
@@ -77,10 +74,9 @@ describe('SIGTERM while a campaign is sending', () => {
 
   it.skipIf(!usingPostgres())('on PostgreSQL, ROLE=worker drains and exits 0 in time, and another worker finishes with every contact mailed once', async () => {
     const { api, worker, key, id } = await apiAndWorkerSending('sigterm-worker.test');
-    const took = await terminate(worker);
+    await terminate(worker);
     const atStop = rig.sink.received.length;
     expect(atStop).toBeLessThan(CONTACTS);
-    expect(took).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
     expect(sentBy(worker)).toBe(atStop);
 
     const next = await startServerProcess(rig.env({ ROLE: 'worker' }));
@@ -92,7 +88,7 @@ describe('SIGTERM while a campaign is sending', () => {
 
   it.skipIf(!usingPostgres())('on PostgreSQL, ROLE=api exits 0 in time mid-campaign and the workers go on sending it, every contact once', async () => {
     const { api, worker, key, id } = await apiAndWorkerSending('sigterm-api.test');
-    expect(await terminate(api)).toBeLessThan(SHUTDOWN_TIMEOUT_MS);
+    await terminate(api);
     expect(rig.sink.received.length, 'the API stopped while the campaign was still sending').toBeLessThan(CONTACTS);
 
     const nextApi = await startServerProcess(rig.env({ ROLE: 'api' }));

@@ -36,7 +36,7 @@ beforeAll(async () => {
   env.sink.rule = { rcpt: (address) => (address.startsWith('hard') ? { code: 550, message: '5.1.1 no such user' } : null) };
   const send = async (domain: string, to: string) => {
     const { emailId } = await team.ok('POST', '/v1/emails', { from: `hello@${domain}`, to, subject: 'Hello', html: '<p>Hello</p>' });
-    return waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus), 10_000);
+    return waitFor(`mail to ${to}`, () => team.email(emailId), (e) => ['DELIVERED', 'BOUNCED'].includes(e.latestStatus));
   };
   const deliveredA = [];
   for (let i = 0; i < 8; i++) deliveredA.push(await send('metrics-a.test', `reader${i}@receiver.example`));

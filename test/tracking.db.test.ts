@@ -121,7 +121,7 @@ describe('open and click tracking', () => {
     env.sink.rule = { rcpt: (address) => (address === 'gone@receiver.example' ? { code: 550, message: '5.1.1 no such user' } : null) };
     try {
       const { emailId } = await team.ok('POST', '/v1/emails', { from: `hello@${team.domain.name}`, to: 'gone@receiver.example', subject: 'Hi', html: '<p>Hi</p>' });
-      await waitFor('bounce', () => team.email(emailId), (e) => e.latestStatus === 'BOUNCED', 10_000);
+      await waitFor('bounce', () => team.email(emailId), (e) => e.latestStatus === 'BOUNCED');
       expect((await get(`${publicUrl()}/track/open/${env.server.deps.tokens.sign('open', { emailId })}`)).status).toBe(200);
       const email = await team.email(emailId);
       expect(email.emailEvents.at(-1).status).toBe('OPENED');

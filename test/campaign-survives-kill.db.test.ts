@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killGroup, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { byRecipient, IN_FLIGHT_BOUND, RECOVERY_MS, startProcessRig, type ProcessRig } from './helpers/process-rig.js';
-import { call } from './helpers/server.js';
+import { apiAt, expectOk } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 // Small enough that what is left after a kill is sent well within RECOVERY_MS on a loaded machine:
@@ -15,11 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => rig.close());
 
-async function ok(server: ServerProcess, key: string, method: string, path: string, body?: unknown) {
-  const res = await call(server.url, method, path, { key, body });
-  expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
+const ok = (server: ServerProcess, key: string, method: string, path: string, body?: unknown) => expectOk(apiAt(server.url), key, method, path, body);
 
 describe('a campaign survives a kill -9', () => {
   it(`every one of ${CONTACTS} contacts gets exactly one message, except at most the mail in flight at the kill, all within ${RECOVERY_MS / 1000} s of the restart`, async () => {

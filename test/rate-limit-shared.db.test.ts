@@ -9,6 +9,7 @@ import { createTestDatabase, usingPostgres, type TestDatabase } from './helpers/
 import { recordingLogger } from './helpers/log.js';
 import { childEnv, cleanUpAfterEach, startServerProcess, tempDir, type ServerProcess } from './helpers/processes.js';
 import { call, type CallResult } from './helpers/server.js';
+import { sleep } from './helpers/wait.js';
 
 let database: TestDatabase;
 let handle: DatabaseHandle;
@@ -155,7 +156,7 @@ describe('the shared limiter, as several processes on one database', () => {
 describe.skipIf(!usingPostgres())('two API processes on one PostgreSQL', () => {
   const cleanups = cleanUpAfterEach();
 
-  const sleepUntil = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms - Date.now()));
+  const sleepUntil = (ms: number) => sleep(ms - Date.now());
   const nextWindow = () => Math.ceil(Date.now() / 1000) * 1000;
 
   /** Two ROLE=api processes, warmed up (a fresh process answers its first requests slowly), and a team limited to `limit`. */
@@ -200,18 +201,25 @@ describe.skipIf(!usingPostgres())('two API processes on one PostgreSQL', () => {
     expect(accepted).toBeGreaterThanOrEqual(0.9 * windows * limit);
   });
 
-  it("the issue's case: 200 requests over 2 s at 20/s, spread over both processes, get at most 60 through", async () => {
+  it("the issue's case: 200 requests over 2 s at 20/s, spread over both processes, get at most 20 through in each window they reach (60 in the three the 2 s touch)", async () => {
     const { servers, get } = await twoApiProcesses(20);
     const started = nextWindow() + 500;
-    const statuses = await Promise.all(
+    const requests = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
         await sleepUntil(started + i * 10);
-        return (await get(servers[i % 2]!)).status;
+        const sent = Date.now();
+        const { status } = await get(servers[i % 2]!);
+        return { status, sent, answered: Date.now() };
       }),
     );
-    expect(Date.now() - started, 'every request answered in the three windows the 2 s touch').toBeLessThan(2500);
-    const accepted = statuses.filter((status) => status === 200).length;
-    expect(accepted).toBeLessThanOrEqual(60);
+    // Each request was counted in a window between its sending and its answer: three on time, a
+    // fourth when a loaded machine answers late.
+    const windows = new Set<number>();
+    for (const { sent, answered } of requests) {
+      for (let second = Math.floor(sent / 1000); second <= Math.floor(answered / 1000); second++) windows.add(second);
+    }
+    const accepted = requests.filter((request) => request.status === 200).length;
+    expect(accepted).toBeLessThanOrEqual(20 * windows.size);
     expect(accepted).toBeGreaterThanOrEqual(40);
   });
 

@@ -216,6 +216,6 @@ describe('the inbound listener', () => {
 
     const bounce = postfixDsn(sent, { recipient: 'garbage-test@receiver.example', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' });
     expect(await env.report(sent.returnPath, bounce)).toMatchObject({ accepted: true });
-    await waitFor('the bounce applied', () => team.email(emailId), (email) => email.latestStatus === 'BOUNCED', 5_000);
+    await waitFor('the bounce applied', () => team.email(emailId), (email) => email.latestStatus === 'BOUNCED');
   });
 });

@@ -68,7 +68,6 @@ describe('ROLE=api', () => {
       'the email DELIVERED',
       async () => (await call(api.url, 'GET', `/v1/emails/${id}`, { key: team.key })).body,
       (e) => e.latestStatus === 'DELIVERED',
-      20_000,
     );
     expect(statusesOf(email)).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
     for (const server of [api, worker]) expect((await server.stop()).code).toBe(0);
