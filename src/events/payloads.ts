@@ -59,23 +59,25 @@ export function emailEvent(email: EmailSnapshot, status: EmailStatus, details: R
 
 export type ContactEventType = 'contact.created' | 'contact.updated' | 'contact.deleted';
 
+/** A contact as the API shows it, and as a contact event's payload tells of it. */
+export function contactData(row: ContactRow) {
+  return {
+    id: row.id,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    email: row.email,
+    subscribed: row.subscribed,
+    unsubscribeReason: row.unsubscribe_reason,
+    properties: row.properties,
+    contactBookId: row.contact_book_id,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
 /** A contact event's payload: the contact as the change left it (as it was, for a deletion). */
 export function contactEvent(type: ContactEventType, row: ContactRow): Extract<Event, { type: ContactEventType }> {
-  return {
-    type,
-    data: {
-      id: row.id,
-      contactBookId: row.contact_book_id,
-      email: row.email,
-      firstName: row.first_name,
-      lastName: row.last_name,
-      properties: row.properties,
-      subscribed: row.subscribed,
-      unsubscribeReason: row.unsubscribe_reason,
-      createdAt: iso(row.created_at),
-      updatedAt: iso(row.updated_at),
-    },
-  };
+  return { type, data: contactData(row) };
 }
 
 export type DomainEventType = 'domain.created' | 'domain.verified' | 'domain.updated' | 'domain.deleted';

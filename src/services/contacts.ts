@@ -2,6 +2,7 @@ import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
 import { contactEventHeard, reportContacts, reportWrittenContacts } from '../events/contacts.js';
+import { contactData } from '../events/payloads.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
 import { normalizeEmail } from '../mail/address.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -33,20 +34,7 @@ const WRITE_CHUNK = 2_500;
 
 type Book = NonNullable<Awaited<ReturnType<typeof contacts.findBookForContacts>>>;
 
-export function toContact(row: ContactRow) {
-  return {
-    id: row.id,
-    firstName: row.first_name,
-    lastName: row.last_name,
-    email: row.email,
-    subscribed: row.subscribed,
-    unsubscribeReason: row.unsubscribe_reason,
-    properties: row.properties,
-    contactBookId: row.contact_book_id,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+export const toContact = contactData;
 
 function fieldsOf(row: ContactStateRow): ContactFields {
   return {
