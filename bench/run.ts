@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every benchmark on PostgreSQL (when reachable) and on the embedded PGlite, with
  * the figures written to BENCHMARKS.md together with the machine and the date.
+ * `npm run bench -- --only startup` measures the start alone and replaces only its section.
  */
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +15,7 @@ import type { EmailsBenchResult } from './emails.js';
 import { BENCH_SETTINGS } from './harness.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
 import type { RateLimitBenchResult } from './rate-limit.js';
+import { startupBench, type StartupBenchResult } from './startup.js';
 import type { SubmissionBenchResult } from './submission.js';
 import type { WebhooksBenchResult } from './webhooks.js';
 
@@ -49,6 +51,51 @@ async function webhooksBench(database: string, url: string): Promise<WebhooksBen
   }
 }
 
+const cpu = os.cpus();
+const machine = () =>
+  `${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}`;
+const today = () => new Date().toISOString().slice(0, 10);
+const STARTUP_RUNS = 5;
+
+function startupSection(r: StartupBenchResult): string[] {
+  const row = (kind: string, series: StartupBenchResult['fresh']) =>
+    Object.entries(series).map(
+      ([command, s]) => `| ${kind} | \`${command}\` | ${s.healthMedianMs.toLocaleString('en')} | ${s.readyMedianMs.toLocaleString('en')} | ${s.runs.map((run) => run.healthMs).join(', ')} |`,
+    );
+  return [
+    '## Startup',
+    '',
+    `Measured ${today()} on ${machine()}; load average ${r.loadAverage} when it ended.`,
+    '',
+    'From spawning the command to the first 200 from `/health`, and to the log line naming every port (`ready: …`, once the',
+    'SMTP listeners and workers run too), on the embedded database with nothing configured, each start stopped with SIGTERM',
+    `before the next, ${r.runs} starts each; dist/ is built first, as \`npm ci\` builds it. Fresh: an empty \`DATA_DIR\` each`,
+    'time (the first start of a clone, which copies the empty database that the build made). Warm: the data directory of the',
+    'first fresh start, started again. `npm start` includes npm itself and the check that dist/ is up to date. The bars:',
+    '`/health` within 3 s warm and 10 s fresh.',
+    '',
+    '| Data directory | Command | /health, median (ms) | ready, median (ms) | /health, each start (ms) |',
+    '|---|---|---|---|---|',
+    ...row('fresh', r.fresh),
+    ...row('warm', r.warm),
+    '',
+  ];
+}
+
+if (process.argv.includes('--only')) {
+  const only = process.argv[process.argv.indexOf('--only') + 1];
+  if (only !== 'startup') throw new Error(`--only takes "startup", not ${only}`);
+  console.error('startup…');
+  const section = startupSection(await startupBench(STARTUP_RUNS));
+  const existing = await readFile('BENCHMARKS.md', 'utf8');
+  const start = existing.indexOf('\n## Startup\n');
+  const end = start === -1 ? -1 : existing.indexOf('\n## ', start + 1);
+  const kept = start === -1 ? existing : existing.slice(0, start) + (end === -1 ? '' : existing.slice(end));
+  await writeFile('BENCHMARKS.md', `${kept.trimEnd()}\n\n${section.join('\n')}`);
+  console.log(section.join('\n'));
+  process.exit(0);
+}
+
 const databases: Array<'postgres' | 'pglite'> = (await postgresReachable()) ? ['postgres', 'pglite'] : ['pglite'];
 if (databases.length === 1) console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
 
@@ -73,6 +120,8 @@ for (const database of databases) {
   console.error(`SMTP submission on ${database}…`);
   submission.push(await inOwnProcess('submission', [url]));
 }
+console.error('startup…');
+const startup = await startupBench(STARTUP_RUNS);
 // Only PostgreSQL shares the limit between processes; PGlite counts it in memory as before.
 let rateLimit: RateLimitBenchResult | null = null;
 if (databases.includes('postgres')) {
@@ -80,13 +129,11 @@ if (databases.includes('postgres')) {
   rateLimit = await inOwnProcess('rate-limit', [benchPostgresUrl]);
 }
 
-const cpu = os.cpus();
 const [load1] = os.loadavg();
 const lines = [
   '# Benchmarks',
   '',
-  `Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` on ${cpu.length} × ${cpu[0]?.model.trim()}, ` +
-    `${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.type()} ${os.release()}, Node ${process.version}. ` +
+  `Measured ${today()} by \`npm run bench\` on ${machine()}. ` +
     `Load generator, server and SMTP sink share the same cores; load average ${load1?.toFixed(1)} when the run ended.`,
   '',
   `Settings that are not the defaults, in every benchmark's server: ${Object.entries(BENCH_SETTINGS).map(([name, value]) => `\`${name}=${value}\``).join(', ')}`,
@@ -230,6 +277,7 @@ const lines = [
       ]
     : ['| postgres | – | – | – | – | – | – | – | – | – | – | – | – | – | – |']),
   '',
+  ...startupSection(startup),
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));
 console.log(lines.join('\n'));

@@ -8,6 +8,7 @@ import { queueStats } from './data/queue-stats.js';
 import type { DatabaseHandle, DatabaseSource } from './db/connection.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { openMigratedDatabase } from './db/migrate.js';
+import { embeddedDatabaseExists } from './db/pglite-cluster.js';
 import { makeDataDirPrivate } from './db/private-dir.js';
 import { KeyVault } from './domains/key-vault.js';
 import { encryptPlaintextKeys } from './domains/stored-keys.js';
@@ -63,6 +64,9 @@ async function openServiceDatabase(
   if (!('dataDir' in source)) return openMigratedDatabase(source, log);
   const lock = await lockDataDir(source.dataDir);
   try {
+    // Said before the wait, which on a first start is seconds of silence otherwise.
+    if (embeddedDatabaseExists(source.dataDir)) log.info(`opening the embedded database in ${source.dataDir}`);
+    else log.info(`creating the embedded database in ${source.dataDir} (first start: up to 10 s)`);
     const database = await openMigratedDatabase(source, log);
     try {
       const execute = (command: string[]) => parseCommand(command).run({ ...commands, db: database.db, runner: 'server' });
@@ -181,6 +185,15 @@ export async function startMailroom(
   }
 }
 
+/** Every port the process listens on, in one line, for whoever just typed `npm start`. */
+function readyLine(service: RunningService, config: Config): string {
+  const listening = [`HTTP on ${service.url}`];
+  if (service.submissionPort !== null) listening.push(`SMTP submission on ${config.submissionHost}:${service.submissionPort} (STARTTLS)`);
+  if (service.submissionTlsPort !== null) listening.push(`SMTP submission on ${config.submissionHost}:${service.submissionTlsPort} (TLS)`);
+  if (service.inboundPort !== null) listening.push(`inbound SMTP (bounces, complaints) on ${config.inboundSmtpHost}:${service.inboundPort}`);
+  return `ready: ${listening.join(', ')}`;
+}
+
 /** The process: configuration from the environment, a start, and a graceful stop on SIGTERM or SIGINT. */
 async function run(): Promise<void> {
   let config: Config;
@@ -214,7 +227,7 @@ async function run(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   try {
-    await starting;
+    log.info(readyLine(await starting, config));
   } catch (error) {
     log.error('failed to start', { error: error instanceof Error ? error.message : error });
     process.exit(1);

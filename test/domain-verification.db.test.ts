@@ -1,11 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { Packet } from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleCheckNow } from '../src/data/domains.js';
 import { startDomainWorker } from '../src/domains/worker.js';
 import { assertVerifiedSender } from '../src/services/verified-sender.js';
 import { expectLegacyApiError } from './helpers/api-error.js';
-import { startDnsServer, startSilentDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { RCODE, startDnsServer, startSilentDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, hoursEnv, startServerWithDns, waitForDomain } from './helpers/domains.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -53,7 +52,7 @@ describe('verification against real DNS', () => {
       });
       expect(statuses(verified)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS']);
       expect(Date.parse(verified.lastCheckedTime)).toBeGreaterThanOrEqual(startedAt - 1000);
-      await expect(assertVerifiedSender(server.deps.db, teamId, from)).resolves.toBeTruthy();
+      await expect(assertVerifiedSender(server.deps, teamId, from)).resolves.toBeTruthy();
       // The DKIM value is longer than a TXT character-string: DNS served it split, the check joined it.
       const [served] = await dns.resolver.resolveTxt(`${domain.dnsRecords[0].name}.${domain.name.replace(/^shop\./, '')}`);
       expect(served!.length).toBeGreaterThan(1);
@@ -78,7 +77,7 @@ describe('verification against real DNS', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(WINDOW_MS);
     expect(failed).toMatchObject({ status: 'FAILED', isVerifying: false, dkimStatus: 'FAILED', spfDetails: 'FAILED' });
     expect(failed.errorMessage).toContain('verification window ended');
-    await expect(assertVerifiedSender(server.deps.db, teamId, 'a@nothing.test')).rejects.toThrow(/not verified \(status FAILED\)/);
+    await expect(assertVerifiedSender(server.deps, teamId, 'a@nothing.test')).rejects.toThrow(/not verified \(status FAILED\)/);
   });
 
   it('a DKIM record with another key, an SPF without the include and an MX elsewhere are each reported', async () => {
@@ -107,13 +106,13 @@ describe('verification against real DNS', () => {
     const domain = await createDomain(server, key, 'servfail.test');
     dns.serve(domain);
     try {
-      for (const rcode of [Packet.RCODE.SERVFAIL, Packet.RCODE.REFUSED]) {
+      for (const rcode of [RCODE.SERVFAIL, RCODE.REFUSED]) {
         dns.failWith(rcode);
         const before = (await server.call('GET', `/v1/domains/${domain.id}`, { key })).body.lastCheckedTime;
         await verify(domain.id);
         const failing = await waitForDomain(server, key, domain.id, (d) => d.lastCheckedTime !== before);
         expect(failing).toMatchObject({ status: 'TEMPORARY_FAILURE', isVerifying: true, dkimStatus: 'TEMPORARY_FAILURE' });
-        expect(failing.verificationError).toContain(rcode === Packet.RCODE.SERVFAIL ? 'ESERVFAIL' : 'EREFUSED');
+        expect(failing.verificationError).toContain(rcode === RCODE.SERVFAIL ? 'ESERVFAIL' : 'EREFUSED');
         expect(failing.errorMessage).toContain('retrying at');
       }
       // Past the window, the worker checks again (at the window's end) and still does not fail it.
@@ -160,7 +159,7 @@ describe('re-checks of verified domains', () => {
     expect(reported).toMatchObject({ status: 'PENDING', isVerifying: true, dkimStatus: 'PENDING', spfDetails: 'SUCCESS' });
     expect(reported.verificationError).toBe(`DKIM: no DKIM record (TXT "v=DKIM1; …") at ${dkimHost}`);
     expect(reported.errorMessage).toContain('sending from this domain is stopped until it is back');
-    await expect(assertVerifiedSender(server.deps.db, teamId, 'news@removed.test')).rejects.toThrow(/status PENDING/);
+    await expect(assertVerifiedSender(server.deps, teamId, 'news@removed.test')).rejects.toThrow(/status PENDING/);
     const refused = await server.call('PATCH', `/v1/contactBooks/${book.id}`, { key, body: { ...optIn, doubleOptInFrom: 'hello@removed.test' } });
     // Contact-book PATCH keeps the interface description's older error shape: `error` is the message.
     expectLegacyApiError(refused, 400, 'VALIDATION_ERROR', 'an opt-in sender on an unverified domain');
@@ -170,7 +169,7 @@ describe('re-checks of verified domains', () => {
     await server.call('PUT', `/v1/domains/${domain.id}/verify`, { key });
     const back = await waitForDomain(server, key, domain.id, (d) => d.status === 'SUCCESS');
     expect(back).toMatchObject({ verificationError: null, errorMessage: null, isVerifying: false });
-    await expect(assertVerifiedSender(server.deps.db, teamId, 'news@removed.test')).resolves.toBeTruthy();
+    await expect(assertVerifiedSender(server.deps, teamId, 'news@removed.test')).resolves.toBeTruthy();
   });
 
   it('a verified domain stays verified while DNS does not answer, and says so', async () => {
@@ -178,7 +177,7 @@ describe('re-checks of verified domains', () => {
     dns.serve(domain);
     await server.call('PUT', `/v1/domains/${domain.id}/verify`, { key });
     const verified = await waitForDomain(server, key, domain.id, (d) => d.status === 'SUCCESS');
-    dns.failWith(Packet.RCODE.SERVFAIL);
+    dns.failWith(RCODE.SERVFAIL);
     try {
       const during = await waitForDomain(server, key, domain.id, (d) => d.lastCheckedTime !== verified.lastCheckedTime);
       expect(during).toMatchObject({ status: 'SUCCESS', dkimStatus: 'TEMPORARY_FAILURE' });

@@ -1,9 +1,9 @@
-import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PgClient } from './pg-client.js';
-import { pgliteClient } from './pglite-client.js';
+import { clusterDir, copyEmptyCluster } from './pglite-cluster.js';
+import { PGliteDialect } from './pglite-dialect.js';
 import { removeOthersAccess } from './private-dir.js';
 import type { Database } from './schema.js';
 
@@ -35,13 +35,14 @@ export async function openDatabase(source: DatabaseSource): Promise<DatabaseHand
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy(), inUse: () => pool.totalCount - pool.idleCount };
   }
-  const pglite = pgliteClient('pglite' in source ? source.pglite : await openPGlite(path.join(source.dataDir, 'pgdata')));
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const dialect = new PGliteDialect('pglite' in source ? source.pglite : await openPGlite(clusterDir(source.dataDir)));
+  const db = new Kysely<Database>({ dialect });
   // Its one connection is busy while anything is under way, whether running or waiting its turn.
-  return { db, kind: 'pglite', close: () => db.destroy(), inUse: () => Math.min(pglite.running, 1) };
+  return { db, kind: 'pglite', close: () => db.destroy(), inUse: () => Math.min(dialect.running, 1) };
 }
 
 async function openPGlite(dir: string): Promise<PGlite> {
+  await copyEmptyCluster(dir);
   // Loaded only here: a service on PostgreSQL never carries the embedded database's code.
   // The embedded database's buffer cache is memory of this process. Half of PostgreSQL's default
   // keeps a 100,000-contact campaign under 600 MB at its peak (128 MB: ~660 MB) for the same rate

@@ -1,7 +1,7 @@
 /**
  * Rows for `COPY table (columns) FROM STDIN`, in COPY's text format, given to that statement as its
  * only parameter (`CompiledQuery.raw(sql, [rows])`): both database clients (pg-client.ts,
- * pglite-client.ts) stream them to the server instead of binding a parameter. COPY parses plain
+ * pglite-dialect.ts) stream them to the server instead of binding a parameter. COPY parses plain
  * text and writes whole pages at a time, for about a third less database time than an INSERT of
  * the same rows unpacked from arrays.
  */

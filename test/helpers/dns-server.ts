@@ -41,6 +41,9 @@ function characterStrings(value: string): Buffer[] {
   return strings.length > 0 ? strings : [Buffer.alloc(0)];
 }
 
+/** DNS response codes (RFC 1035 §4.1.1): dns2 3.0.0 has them at run time, its types leave them out. */
+export const RCODE = (Packet as unknown as { RCODE: Record<'NOERROR' | 'FORMERR' | 'SERVFAIL' | 'NXDOMAIN' | 'NOTIMP' | 'REFUSED', number> }).RCODE;
+
 const typeNames = new Map<number, string>(Object.entries(Packet.TYPE).map(([name, code]) => [code, name]));
 const key = (name: string) => name.toLowerCase().replace(/\.$/, '');
 
@@ -88,7 +91,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     const records = question ? zone.get(key(question.name)) : undefined;
     if (question) queries.push(`${typeNames.get(question.type) ?? question.type} ${key(question.name)}`);
     if (failure !== null) response.header.rcode = failure;
-    else if (!records) response.header.rcode = Packet.RCODE.NXDOMAIN;
+    else if (!records) response.header.rcode = RCODE.NXDOMAIN;
     else {
       for (const record of records) {
         const base = { name: question!.name, class: Packet.CLASS.IN, ttl: 60 };
