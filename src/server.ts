@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
-import { Hono } from 'hono';
 import { apiRoutes } from './api/index.js';
 import { dashboardPages } from './dashboard/index.js';
 import { ApiError } from './errors.js';
@@ -37,14 +36,18 @@ function answerUnreadableRequest(error: NodeJS.ErrnoException, socket: Duplex): 
  * `api` is set, /health always; `relay` is what /health asks whether mail can go out.
  */
 export async function startHttpServer(deps: AppDeps, options: { api: boolean; relay: AppParts['relay'] }): Promise<HttpServer> {
-  const pages = new Hono().route('/', recipientPages(deps)).route('/', dashboardPages(deps));
-  const app = createApp(deps, { api: options.api ? { routes: apiRoutes, pages } : null, relay: options.relay });
+  const api = options.api ? { routes: apiRoutes, pages: recipientPages(deps), dashboard: dashboardPages(deps) } : null;
+  const app = createApp(deps, { api, relay: options.relay });
   const http = createAdaptorServer({ fetch: app.fetch }) as Server;
   // Keep-alive sockets would otherwise hold a graceful close open until they time out.
   http.keepAliveTimeout = 5_000;
   http.on('clientError', answerUnreadableRequest);
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    // Named like the SMTP listeners' failures: the variable to change, not only node's EADDRINUSE.
+    http.once('error', (error: NodeJS.ErrnoException) => {
+      const variable = error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' ? 'HOST' : 'PORT';
+      reject(new Error(`The HTTP server could not start on ${deps.config.host}:${deps.config.port} (${variable}): ${error.message}`));
+    });
     http.listen(deps.config.port, deps.config.host, () => resolve());
   });
   const { port } = http.address() as AddressInfo;

@@ -1,9 +1,59 @@
 import { z } from 'zod';
 import { ApiError, type ErrorDetail } from './errors.js';
 
-const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`);
+const article = (words: string) => (/^[aeiou]/.test(words) ? `an ${words}` : `a ${words}`);
 const typeNames: Record<string, string> = { int: 'integer', record: 'object' };
 const units: Record<string, string> = { string: ' characters', array: ' items', set: ' items', file: ' bytes' };
+
+type Schema = z.core.$ZodType;
+
+/**
+ * What a schema takes, as a noun: "string", "array of strings", "string or array of strings".
+ * Wrappers (optional, nullable, default, pipes) say what their inner schema takes.
+ */
+function noun(schema: Schema): string {
+  const def = schema._zod.def as z.core.$ZodTypeDef & Record<string, any>;
+  switch (def.type) {
+    case 'array': {
+      const element = noun(def.element);
+      return element === 'unknown' || element === 'any' ? 'array' : `array of ${plural(element)}`;
+    }
+    case 'union':
+      return (def.options as Schema[]).map(noun).join(' or ');
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+      return noun(def.innerType);
+    case 'pipe':
+      return noun(def.in);
+    case 'number':
+      return def.format?.includes('int') ? 'integer' : 'number';
+    case 'enum':
+    case 'literal':
+      return 'string';
+    default:
+      return typeNames[def.type] ?? def.type;
+  }
+}
+
+const plural = (words: string) => words.replace(/^(\w+)/, '$1s');
+
+/** "must be a string or an array of strings": each alternative with its article. */
+const mustBe = (schema: Schema) => `must be ${noun(schema).split(' or ').map(article).join(' or ')}`;
+
+/**
+ * The problems of the one alternative of a union whose type the value has (an array given where a
+ * string or an array is taken), or null when it has none's or several's: those problems say what
+ * is wrong, "must be at most 50 items", where the union alone could only say "Invalid input".
+ */
+function matchedAlternative(issue: { errors: z.core.$ZodIssue[][] }): z.core.$ZodIssue[] | null {
+  const matched = issue.errors.filter((problems) => !problems.some((problem) => problem.code === 'invalid_type' && problem.path.length === 0));
+  return matched.length === 1 ? matched[0]! : null;
+}
+
+const located = (path: readonly PropertyKey[], message: string) => (path.length === 0 ? message : `${path.map(String).join('.')} ${message}`);
 
 /** Messages written for the people reading our 400s: "must be at most 100000", not zod's defaults. */
 z.config({
@@ -11,7 +61,7 @@ z.config({
     switch (issue.code) {
       case 'invalid_type':
         if (issue.input === undefined) return 'is required';
-        return `must be ${article(typeNames[issue.expected] ?? issue.expected)}`;
+        return issue.inst && issue.expected === 'array' ? mustBe(issue.inst as Schema) : `must be ${article(typeNames[issue.expected] ?? issue.expected)}`;
       case 'too_small': {
         const unit = units[issue.origin] ?? '';
         if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
@@ -23,12 +73,14 @@ z.config({
         return `must be one of: ${issue.values.map((v) => String(v)).join(', ')}`;
       case 'invalid_format':
         return issue.format === 'regex' ? undefined : `must be a valid ${issue.format}`;
+      case 'invalid_key':
+        // The key's own problems ("variable names start with a letter…"), not "Invalid key in record".
+        return issue.issues.map((problem) => problem.message).join('; ');
       case 'invalid_union': {
-        // A value one of several shapes may take (an address or a list of them): the one shape
-        // its type matched says what is wrong with it, "must be at most 50 items", not "Invalid input".
-        const matched = issue.errors.filter((problems) => !problems.some((problem) => problem.code === 'invalid_type' && problem.path.length === 0));
-        const problems = matched.length === 1 ? matched[0]! : [];
-        return problems.length === 1 && problems[0]!.path.length === 0 ? problems[0]!.message : undefined;
+        if (issue.input === undefined) return 'is required';
+        const problems = matchedAlternative(issue);
+        if (problems) return problems.map((problem) => located(problem.path, problem.message)).join('; ');
+        return issue.inst ? mustBe(issue.inst as Schema) : undefined;
       }
       default:
         return undefined;
@@ -36,8 +88,17 @@ z.config({
   },
 });
 
+/**
+ * The union's problems where the value's alternative is known, each at its own path (`to.1 must be
+ * a string`); every other issue as it is.
+ */
+function expanded(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  const problems = issue.code === 'invalid_union' ? matchedAlternative(issue) : null;
+  return problems ? problems.flatMap((problem) => expanded({ ...problem, path: [...issue.path, ...problem.path] })) : [issue];
+}
+
 export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix?: string): ErrorDetail[] {
-  return issues.map((issue) => {
+  return issues.flatMap(expanded).map((issue) => {
     const path = [prefix, ...issue.path.map(String)].filter((part) => part !== undefined && part !== '').join('.');
     return { path: path || '(body)', message: issue.message };
   });
@@ -53,7 +114,7 @@ export const MAX_DETAILS = 100;
  */
 export function validationError(details: ErrorDetail[], code: 'VALIDATION_ERROR' | 'PAYLOAD_TOO_LARGE' = 'VALIDATION_ERROR'): ApiError {
   const shown = details.slice(0, MAX_DETAILS);
-  const summary = shown.map((d) => (d.path === '(body)' ? d.message : `${d.path} ${d.message}`)).join('; ');
+  const summary = shown.map((d) => `${d.path === '(body)' ? 'the body' : d.path} ${d.message}`).join('; ');
   const more = details.length > shown.length ? `; and ${details.length - shown.length} more` : '';
   return new ApiError(code, `Invalid request: ${summary}${more}`, shown);
 }

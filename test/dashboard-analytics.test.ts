@@ -12,12 +12,16 @@ let domainA: { id: number; name: string };
 
 const KINDS = ['Sent', 'Delivered', 'Opened', 'Clicked', 'Bounced', 'Complained'];
 
+// The reputation guard judges rates from 4 delivered emails on: all domains together reach it,
+// domain A alone (3) does not.
+const MIN_DELIVERED = '4';
+
 /**
  * Mail through the API to the loopback SMTP sink, which refuses addresses starting with "hard": domain A
  * delivers 3 and hard-bounces 1, domain B delivers 1. A hard bounce at RCPT is not counted as sent.
  */
 beforeAll(async () => {
-  [env, browser] = await Promise.all([startFeedbackServer(), launchBrowser()]);
+  [env, browser] = await Promise.all([startFeedbackServer({ REPUTATION_MIN_DELIVERED: MIN_DELIVERED }), launchBrowser()]);
   team = await feedbackTeam(env.server, env.sink, 'stats-a.test');
   domainA = team.domain;
   await verifiedDomain(env.server, team.key, 'stats-b.test');
@@ -103,7 +107,7 @@ describe('dashboard analytics', () => {
     await context.close();
   });
 
-  it("the domain filter shows one domain's numbers and rates", async () => {
+  it("the domain filter shows one domain's numbers and rates, not judged while the domain is below the guard's minimum volume", async () => {
     const { context, page } = await signedIn(browser, env.server, team.teamId);
     await page.goto('/analytics');
     await page.getByLabel('Domain').selectOption({ label: 'stats-a.test' });
@@ -113,7 +117,10 @@ describe('dashboard analytics', () => {
     expect(await totals(page)).toEqual(expected);
     expect((await dayTable(page)).sums).toEqual(expected);
     expect((await drawnChart(page)).sums).toEqual(expected);
-    expect((await cards(page, '#reputation'))['Hard-bounce rate']!.value).toBe('33.33%');
+    const reputation = await cards(page, '#reputation');
+    expect(reputation['Hard-bounce rate']).toEqual({ value: '33.33%', sub: 'limit 5% Not enough mail yet 3 of 4 delivered' });
+    expect(reputation['Complaint rate']).toEqual({ value: '0%', sub: 'limit 0.1% Not enough mail yet 3 of 4 delivered' });
+    expect(await page.locator('#reputation .value.over').count()).toBe(0);
     expect(await page.locator('h2').first().textContent()).toBe('Totals, last 7 days, stats-a.test');
     await context.close();
   });
@@ -145,7 +152,8 @@ describe('dashboard analytics', () => {
     await page.goto('/analytics');
     expect(await totals(page)).toEqual({ Sent: 0, Delivered: 0, Opened: 0, Clicked: 0, Bounced: 0, Complained: 0 });
     expect((await dayTable(page)).sums).toEqual({ Sent: 0, Delivered: 0, Opened: 0, Clicked: 0, Bounced: 0, Complained: 0 });
-    expect(await page.getByLabel('Domain').locator('option').allTextContents()).toEqual(['All domains']);
+    // Only the stranger's own sandbox domain.
+    expect(await page.getByLabel('Domain').locator('option').allTextContents()).toEqual(['All domains', 'sandbox.mailroom.localhost']);
     expect(await page.content()).not.toContain('stats-a.test');
     const theirs = await page.goto(`/analytics?domainId=${domainA.id}`);
     expect(theirs!.status()).toBe(404);

@@ -3,7 +3,8 @@ import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
 import type { TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, startServerWithDns, waitForDomain } from './helpers/domains.js';
-import type { TestServer } from './helpers/server.js';
+import { settled, waitForEmail } from './helpers/emails.js';
+import { expectOk, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 let dns: TestDnsServer;
@@ -38,11 +39,13 @@ const submitted = async (page: Page, click: () => Promise<void>) => {
 
 const badgeText = (page: Page) => page.locator('#status .badge').textContent();
 
+const SANDBOX = 'sandbox.mailroom.localhost';
+
 describe('dashboard: domains', () => {
   it('a person adds a domain, copies its DKIM, SPF, MX and DMARC records, and verifies it once DNS serves them', async () => {
     const { page } = person;
     await page.goto('/domains');
-    expect(await page.locator('.empty').textContent()).toContain('No domains yet');
+    expect(await page.locator('table tbody tr td:first-child a').allTextContents()).toEqual([SANDBOX]);
 
     await page.getByLabel('Domain name').fill('mail.acme.test');
     await page.getByLabel('Region').selectOption('eu-central-1');
@@ -96,10 +99,43 @@ describe('dashboard: domains', () => {
 
     await page.goto('/domains');
     const listed = page.locator('table tbody tr');
-    expect(await listed.count()).toBe(1);
-    expect(await listed.locator('td').nth(0).textContent()).toBe('mail.acme.test');
-    expect(await listed.locator('.badge').textContent()).toBe('SUCCESS');
+    expect(await listed.count()).toBe(2);
+    expect(await listed.first().locator('td').nth(0).textContent()).toBe('mail.acme.test');
+    expect(await listed.first().locator('.badge').textContent()).toBe('SUCCESS');
     await screenshot(page, 'domains-list');
+    expect(dialogs).toEqual([]);
+  });
+
+  it('the sandbox domain is listed with its badge and what it is for, its page offers no DNS records, verification or deletion, and its captured mail shows on the email page', async () => {
+    const { page } = person;
+    await page.goto('/domains');
+    const row = page.locator('table tbody tr', { hasText: SANDBOX });
+    expect(await row.locator('td').first().locator('.badge').textContent()).toBe('Sandbox');
+    expect(await row.locator('td').nth(1).locator('.badge').textContent()).toBe('SUCCESS');
+    expect(await page.locator('.sandbox-note').textContent()).toBe(
+      `${SANDBOX} is your team's sandbox: a domain to try Mailroom with, verified from the start, with no DNS to set up. ` +
+        `Send from any address on it, such as hello@${SANDBOX}: its mail never leaves this server, each message is captured and shown under Emails. ` +
+        'Add your own domain to send for real.',
+    );
+    await screenshot(page, 'domains-sandbox');
+
+    await row.getByRole('link', { name: SANDBOX }).click();
+    await page.waitForURL(/\/domains\/\d+$/);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(SANDBOX);
+    expect(await page.locator('#status .badge').allTextContents()).toEqual(['SUCCESS', 'Sandbox']);
+    expect(await page.locator('main form button').allTextContents()).toEqual(['Save tracking']);
+    expect(await page.getByRole('heading', { name: 'DNS records' }).count()).toBe(0);
+    expect(await page.locator('.sandbox-note').count()).toBe(1);
+    await screenshot(page, 'domain-sandbox');
+
+    const sent = { from: `hello@${SANDBOX}`, to: 'ada@example.com', subject: 'Sandbox hello', html: '<p>Hello from the sandbox</p>' };
+    const { emailId } = await expectOk(server, key, 'POST', '/v1/emails', sent);
+    await waitForEmail(server, key, emailId, settled);
+    await page.goto(`/emails/${emailId}`);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Sandbox hello');
+    expect(await page.locator('.timeline li .badge').allTextContents()).toEqual(['QUEUED', 'SENT', 'DELIVERED']);
+    expect(await page.frameLocator('iframe.email-body').locator('p').textContent()).toBe('Hello from the sandbox');
+    await screenshot(page, 'email-from-sandbox');
     expect(dialogs).toEqual([]);
   });
 
@@ -196,7 +232,9 @@ describe('dashboard: domains', () => {
     const other = await signedIn(browser, server, otherTeam);
 
     await other.page.goto('/domains');
-    expect(await other.page.locator('.empty').count()).toBe(1);
+    expect(await other.page.locator('table tbody tr td:first-child a').allTextContents()).toEqual([SANDBOX]);
+    const ownSandbox = (await server.call('GET', '/v1/domains', { key })).body.find((d: { sandbox: boolean }) => d.sandbox);
+    expect(await other.page.locator(`a[href="/domains/${ownSandbox.id}"]`).count()).toBe(0);
     expect(await other.page.content()).not.toContain('acme.test');
 
     const opened = await other.page.goto(`/domains/${domain.id}`);

@@ -370,7 +370,8 @@ describe('escaping and isolation', () => {
     await page.goto('/emails');
     expect(await page.locator('tbody tr').count()).toBe(0);
     expect(await page.locator('.empty').textContent()).toContain('No emails yet');
-    expect(await page.getByLabel('Domain').locator('option').allTextContents()).toEqual(['All domains']);
+    // Only the other team's own sandbox domain.
+    expect(await page.getByLabel('Domain').locator('option').allTextContents()).toEqual(['All domains', 'sandbox.mailroom.localhost']);
     await page.goto('/emails?q=Private');
     expect(await page.locator('tbody tr').count()).toBe(0);
 

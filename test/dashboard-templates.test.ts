@@ -92,8 +92,8 @@ describe('dashboard: templates', () => {
     await page.locator('form.stack').evaluate((form) => ((form as HTMLFormElement).noValidate = true));
     await page.getByLabel('Name').fill('No body');
     expect(await submitted(page, () => page.getByRole('button', { name: 'Create template' }).click())).toBe(400);
-    expect(await page.locator('.field:has(#f-html) .error').textContent()).toBe('html, text or content is required');
-    // The same message about text and content (fields this form has not) is not repeated above it.
+    expect(await page.locator('.field:has(#f-html) .error').textContent()).toBe('is required unless text or content is given');
+    // Said once, beside the field: nothing about it is repeated above the form.
     expect(await page.locator('.form-error').count()).toBe(0);
     await screenshot(page, 'template-new-error');
     expect((await server.call('GET', '/v1/templates', { key })).body.count).toBe(before);

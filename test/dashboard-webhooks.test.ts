@@ -145,7 +145,7 @@ describe('dashboard webhooks', () => {
     await page.getByLabel('All events, including types added later').uncheck();
     await page.getByLabel('email.bounced').check();
     expect(await submit()).toBe(400);
-    expect(await errorOf('Endpoint URL').textContent()).toBe('10.0.0.7 is a private address');
+    expect(await errorOf('Endpoint URL').textContent()).toBe("10.0.0.7 is a private address; the server's operator can allow it by adding 10.0.0.7 to WEBHOOK_ALLOWED_HOSTS");
     expect(await page.getByLabel('Endpoint URL').getAttribute('aria-invalid')).toBe('true');
     expect(await page.getByLabel('Endpoint URL').inputValue()).toBe('http://10.0.0.7/hooks');
     expect(await page.getByLabel('email.bounced').isChecked(), 'the chosen events are kept').toBe(true);

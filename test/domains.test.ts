@@ -25,9 +25,9 @@ afterAll(async () => {
 });
 
 const DOMAIN_FIELDS = [
-  'id', 'name', 'teamId', 'status', 'region', 'clickTracking', 'openTracking', 'publicKey', 'dkimStatus', 'spfDetails',
+  'id', 'name', 'teamId', 'status', 'sandbox', 'region', 'clickTracking', 'openTracking', 'publicKey', 'dkimStatus', 'spfDetails',
   'dmarcAdded', 'isVerifying', 'errorMessage', 'subdomain', 'verificationError', 'lastCheckedTime', 'createdAt',
-  'updatedAt', 'dnsRecords',
+  'updatedAt', 'dnsRecords', 'warnings',
 ];
 
 const domainCount = async (team: number) =>
@@ -40,7 +40,7 @@ describe('domains', () => {
     const domain = res.body;
     expect(Object.keys(domain).sort()).toEqual([...DOMAIN_FIELDS].sort());
     expect(domain).toMatchObject({
-      name: 'acme.test', teamId, status: 'NOT_STARTED', region: 'eu-west-1', clickTracking: false, openTracking: false,
+      name: 'acme.test', teamId, status: 'NOT_STARTED', sandbox: false, region: 'eu-west-1', clickTracking: false, openTracking: false,
       dkimStatus: 'NOT_STARTED', spfDetails: 'NOT_STARTED', dmarcAdded: false, isVerifying: false, errorMessage: null,
       subdomain: null, verificationError: null, lastCheckedTime: null,
     });
@@ -134,7 +134,7 @@ describe('domains', () => {
     expect((await server.call('POST', '/v1/domains', { key: apiKey, body: { region: 'us-east-1' } })).status).toBe(400);
     expect((await server.call('POST', '/v1/domains', { key: apiKey, body: { name: '1.2.3.4' } })).body.error.message).toContain('IP address');
     expect(await domainCount(team)).toBe(0);
-    expect((await server.call('GET', '/v1/domains', { key: apiKey })).body).toEqual([]);
+    expect((await server.call('GET', '/v1/domains', { key: apiKey })).body.map((d: { name: string }) => d.name)).toEqual(['sandbox.mailroom.localhost']);
   });
 
   it('a missing, foreign or non-integer id is a 404 JSON answer on every domain endpoint, never a 500', async () => {

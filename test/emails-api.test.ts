@@ -130,7 +130,7 @@ describe('sending', () => {
     expect(ruleErrors.body.error.details.find((d: { path: string }) => d.path === 'headers').message).toMatch(/From, Content-Type, list-unsubscribe-post/);
 
     const noBody = await server.call('POST', '/v1/emails', { key, body: { from, to: 'x@example.org', subject: 'S' } });
-    expect(noBody.body.error.details.map((d: { path: string }) => d.path)).toEqual(['html', 'text']);
+    expect(noBody.body.error.details.map((d: { path: string }) => d.path)).toEqual(['html']);
     const tooMany = await server.call('POST', '/v1/emails', {
       key, body: { ...shapeOk, attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `${i}.txt`, content: 'aGk=' })) },
     });

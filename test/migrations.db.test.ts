@@ -81,7 +81,7 @@ describe('090_event_contract on calls stored by the version before', () => {
     await call('c2', 'email.bounced', 'e1', { bounceType: 'Permanent', diagnostic: '550 5.1.1 no such user', recipients: ['reader@example.org'], code: 550 });
     await call('c3', 'domain.created', 'domain:7', { id: 7, name: 'old.example' });
 
-    expect(await migrate(db)).toEqual(['090_event_contract.sql']);
+    expect(await migrate(db, { through: '090_event_contract.sql' })).toEqual(['090_event_contract.sql']);
 
     const data = async (id: string) => (await sql<{ data: unknown }>`SELECT data FROM webhook_calls WHERE id = ${id}`.execute(db)).rows[0]!.data;
     const email = { id: 'e1', from: 'news@old.example', to: ['reader@example.org'], subject: 'Hello', occurredAt: T1, campaignId: 'launch', domainId: 7 };
@@ -98,5 +98,26 @@ describe('090_event_contract on calls stored by the version before', () => {
     const db = await databaseAt('090_event_contract.sql');
     const { rows } = await sql<{ tgname: string }>`SELECT tgname FROM pg_trigger WHERE NOT tgisinternal`.execute(db);
     expect(rows).toEqual([]);
+  });
+});
+
+describe('091_sandbox_domain on domains stored by the version before', () => {
+  it('makes a domain a team added under the sandbox name its sandbox, verified and never checked, and leaves other domains as they were', async () => {
+    const db = await databaseAt('090_event_contract.sql');
+    const { rows: [team] } = await sql<{ id: number }>`INSERT INTO teams (name) VALUES ('Old') RETURNING id`.execute(db);
+    const domain = (name: string) => sql`
+      INSERT INTO domains (team_id, name, region, dkim_selector, dkim_private_key, dkim_public_key, status, is_verifying, next_check_at, verification_started_at)
+      VALUES (${team!.id}, ${name}, 'us-east-1', 'mrold', 'sealed', 'public', 'PENDING', true, now(), now())`.execute(db);
+    await domain('sandbox.mailroom.localhost');
+    await domain('news.old.example');
+
+    expect(await migrate(db, { through: '091_sandbox_domain.sql' })).toEqual(['091_sandbox_domain.sql']);
+    const { rows } = await sql<Record<string, unknown>>`
+      SELECT name, status, dkim_status, spf_status, mx_status, dmarc_status, is_verifying, next_check_at IS NULL AS unplanned
+      FROM domains ORDER BY name`.execute(db);
+    expect(rows).toEqual([
+      { name: 'news.old.example', status: 'PENDING', dkim_status: 'NOT_STARTED', spf_status: 'NOT_STARTED', mx_status: 'NOT_STARTED', dmarc_status: 'NOT_STARTED', is_verifying: true, unplanned: false },
+      { name: 'sandbox.mailroom.localhost', status: 'SUCCESS', dkim_status: 'SUCCESS', spf_status: 'SUCCESS', mx_status: 'SUCCESS', dmarc_status: 'SUCCESS', is_verifying: false, unplanned: true },
+    ]);
   });
 });

@@ -233,11 +233,11 @@ describe('looking up webhook hosts on the configured DNS servers', () => {
 
     expect(await checkWebhookUrl('http://hook.example.test/x', { allow: new AllowList([]), lookup })).toStrictEqual({
       ok: false,
-      reason: 'hook.example.test resolves to 127.0.0.1, a loopback address',
+      reason: "hook.example.test resolves to 127.0.0.1, a loopback address; the server's operator can allow it by adding hook.example.test to WEBHOOK_ALLOWED_HOSTS",
     });
     expect(await checkWebhookUrl('http://dual.example.test/x', { allow: new AllowList([]), lookup })).toStrictEqual({
       ok: false,
-      reason: 'dual.example.test resolves to ::1, a loopback address',
+      reason: "dual.example.test resolves to ::1, a loopback address; the server's operator can allow it by adding dual.example.test to WEBHOOK_ALLOWED_HOSTS",
     });
     expect((await checkWebhookUrl('http://hook.example.test/x', { allow: new AllowList(['127.0.0.1']), lookup })).ok).toBe(true);
   });

@@ -52,6 +52,9 @@ afterAll(async () => {
   await dns?.close();
 });
 
+/** The reason given for a loopback or private address: the refusal, then how the operator allows `host`. */
+const allowable = (reason: string, host: string) => `${reason}; the server's operator can allow it by adding ${host} to WEBHOOK_ALLOWED_HOSTS`;
+
 /** A 400 naming the url field and `reason`. */
 function expectRefused(res: CallResult, reason: string) {
   expectApiError(res, 400, 'VALIDATION_ERROR');
@@ -61,12 +64,12 @@ function expectRefused(res: CallResult, reason: string) {
 const nothingReached = (receiver: WebhookReceiver) => ({ requests: receiver.received.length, connections: receiver.connections() });
 
 describe('creating or changing a webhook', () => {
-  it('with no allowed hosts, a URL to 127.0.0.1, [::1] or an IPv4-mapped loopback address is a 400 naming loopback', async () => {
+  it('with no allowed hosts, a URL to 127.0.0.1, [::1] or an IPv4-mapped loopback address is a 400 naming loopback and the WEBHOOK_ALLOWED_HOSTS entry that would allow it', async () => {
     const create = (url: string) => strict.call('POST', '/v1/webhooks', { key: strictKey, body: { url } });
-    expectRefused(await create(`http://127.0.0.1:${port}/hook`), '127.0.0.1 is a loopback address');
-    expectRefused(await create(`http://[::1]:${port}/hook`), '::1 is a loopback address');
-    expectRefused(await create(`https://[::ffff:127.0.0.1]:${port}/hook`), '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address');
-    expectRefused(await create(`http://${ALLOWED}:${port}/hook`), `${ALLOWED} is a loopback address`);
+    expectRefused(await create(`http://127.0.0.1:${port}/hook`), allowable('127.0.0.1 is a loopback address', '127.0.0.1'));
+    expectRefused(await create(`http://[::1]:${port}/hook`), allowable('::1 is a loopback address', '::1'));
+    expectRefused(await create(`https://[::ffff:127.0.0.1]:${port}/hook`), allowable('::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address', '::ffff:7f00:1'));
+    expectRefused(await create(`http://${ALLOWED}:${port}/hook`), allowable(`${ALLOWED} is a loopback address`, ALLOWED));
     expect((await strict.call('GET', '/v1/webhooks', { key: strictKey })).body.count).toBe(0);
   });
 
@@ -74,8 +77,8 @@ describe('creating or changing a webhook', () => {
     dns.set('loop4.hook.test', [{ type: 'A', address: '127.0.0.1' }]);
     dns.set('loop6.hook.test', [{ type: 'AAAA', address: '::1' }]);
     const create = (url: string) => strict.call('POST', '/v1/webhooks', { key: strictKey, body: { url } });
-    expectRefused(await create(`http://loop4.hook.test:${port}/hook`), 'loop4.hook.test resolves to 127.0.0.1, a loopback address');
-    expectRefused(await create(`http://loop6.hook.test:${port}/hook`), 'loop6.hook.test resolves to ::1, a loopback address');
+    expectRefused(await create(`http://loop4.hook.test:${port}/hook`), allowable('loop4.hook.test resolves to 127.0.0.1, a loopback address', 'loop4.hook.test'));
+    expectRefused(await create(`http://loop6.hook.test:${port}/hook`), allowable('loop6.hook.test resolves to ::1, a loopback address', 'loop6.hook.test'));
     expectRefused(await create(`http://missing.hook.test:${port}/hook`), 'the host missing.hook.test could not be resolved (ENOTFOUND)');
     expect((await strict.call('GET', '/v1/webhooks', { key: strictKey })).body.count).toBe(0);
   });
@@ -84,15 +87,15 @@ describe('creating or changing a webhook', () => {
     dns.set('mixed.hook.test', [{ type: 'A', address: ALLOWED }, { type: 'A', address: FORBIDDEN }]);
     expectRefused(
       await server.call('POST', '/v1/webhooks', { key, body: { url: `http://mixed.hook.test:${port}/hook` } }),
-      `mixed.hook.test resolves to ${FORBIDDEN}, a loopback address`,
+      allowable(`mixed.hook.test resolves to ${FORBIDDEN}, a loopback address`, 'mixed.hook.test'),
     );
     const created = await server.call('POST', '/v1/webhooks', { key, body: { url: allowed.url, events: ['webhook.test'] } });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     for (const [url, reason] of [
-      [forbidden.url, `${FORBIDDEN} is a loopback address`],
-      [`http://127.0.0.1:${port}/hook`, '127.0.0.1 is a loopback address'],
-      [`http://[::1]:${port}/hook`, '::1 is a loopback address'],
-      [`http://mixed.hook.test:${port}/hook`, `mixed.hook.test resolves to ${FORBIDDEN}, a loopback address`],
+      [forbidden.url, allowable(`${FORBIDDEN} is a loopback address`, FORBIDDEN)],
+      [`http://127.0.0.1:${port}/hook`, allowable('127.0.0.1 is a loopback address', '127.0.0.1')],
+      [`http://[::1]:${port}/hook`, allowable('::1 is a loopback address', '::1')],
+      [`http://mixed.hook.test:${port}/hook`, allowable(`mixed.hook.test resolves to ${FORBIDDEN}, a loopback address`, 'mixed.hook.test')],
     ]) {
       expectRefused(await server.call('PATCH', `/v1/webhooks/${created.body.id}`, { key, body: { url } }), reason!);
     }

@@ -184,7 +184,7 @@ describe('webhooks', () => {
     const created = await ok('POST', '/v1/webhooks', { url: RECEIVER });
     const res = await server.call('PATCH', `/v1/webhooks/${created.id}`, { key, body: { url: 'http://192.168.1.1/x', description: 'moved' } });
     expectApiError(res, 400, 'VALIDATION_ERROR');
-    expect(res.body.error.details).toEqual([{ path: 'url', message: '192.168.1.1 is a private address' }]);
+    expect(res.body.error.details).toEqual([{ path: 'url', message: "192.168.1.1 is a private address; the server's operator can allow it by adding 192.168.1.1 to WEBHOOK_ALLOWED_HOSTS" }]);
     expect(await ok('GET', `/v1/webhooks/${created.id}`)).toEqual(created);
   });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../http/route.js';
+import { SANDBOX_DOMAIN } from '../sending/sandbox.js';
 import * as service from '../services/domains.js';
 
 const TAG = 'Domains';
@@ -11,6 +12,12 @@ export const domainSchema = z.object({
   name: z.string().describe('Lower-case ASCII (punycode) form'),
   teamId: z.number().int(),
   status,
+  sandbox: z
+    .boolean()
+    .describe(
+      `The sandbox domain (${SANDBOX_DOMAIN}) every team has: SUCCESS with no DNS records, its mail captured and ` +
+        'never relayed; sending from it works only with the capture transport (no SMTP_URL). It cannot be deleted',
+    ),
   region: z.string(),
   clickTracking: z.boolean(),
   openTracking: z.boolean(),
@@ -36,6 +43,12 @@ export const domainSchema = z.object({
       recommended: z.boolean(),
     }),
   ),
+  warnings: z
+    .array(z.string())
+    .describe(
+      "What in the server's configuration keeps this domain's mail from working beyond the server's own machine " +
+        '(links or DNS records on localhost, say), each naming the setting to change; empty when nothing does',
+    ),
 });
 
 const domainParams = z.object({ id: z.string() });
@@ -47,7 +60,7 @@ export const domainRoutes = [
     path: '/domains',
     tag: TAG,
     summary: 'List domains',
-    description: 'A key scoped to a domain sees only that domain.',
+    description: `The team's own domains, newest first, then its sandbox domain (${SANDBOX_DOMAIN}). A key scoped to a domain sees only that domain.`,
     response: z.array(domainSchema),
     handler: ({ deps, auth }) => service.listDomains(deps, auth),
   }),
@@ -89,7 +102,7 @@ export const domainRoutes = [
     path: '/domains/{id}',
     tag: TAG,
     summary: 'Delete a domain',
-    description: `API keys scoped to the domain are deleted with it. ${SCOPE_NOTE}`,
+    description: `API keys scoped to the domain are deleted with it. The sandbox domain cannot be deleted (409). ${SCOPE_NOTE}`,
     params: domainParams,
     response: z.object({ id: z.number().int(), success: z.boolean(), message: z.string() }),
     handler: ({ deps, auth, params }) => service.deleteDomain(deps, auth, params),
@@ -101,7 +114,7 @@ export const domainRoutes = [
     summary: 'Verify the DNS records now',
     description:
       'Moves the domain to PENDING and checks its records at once, then with backoff until the verification ' +
-      `window ends. A verified domain stays SUCCESS and is re-checked now. ${SCOPE_NOTE}`,
+      `window ends. A verified domain stays SUCCESS and is re-checked now; the sandbox domain has nothing to check. ${SCOPE_NOTE}`,
     params: domainParams,
     response: z.object({ message: z.string() }),
     handler: ({ deps, auth, params }) => service.verifyDomain(deps, auth, params),

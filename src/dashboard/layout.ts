@@ -208,11 +208,21 @@ export const card = (label: string, value: string, sub?: Html | string) =>
 
 const percent = (value: number) => `${Number(value.toFixed(2))}%`;
 
-/** A reputation rate beside the guard's limit for it, marked when over (in words and colour). */
-export const rateCard = (label: string, rate: number, limit: number) =>
-  html`<div class="card"><div class="label">${label}</div><div class="value${rate > limit ? ' over' : ''}">${percent(rate)}</div><div class="sub">limit ${percent(limit)} ${
-    rate > limit ? html`<span class="badge badge-failed">Over the limit</span>` : html`<span class="badge badge-success">Within the limit</span>`
-  }</div></div>`;
+/**
+ * A reputation rate beside the guard's limit for it, marked when over (in words and colour). Below
+ * the volume the guard waits for (`minimum` delivered) it is judged neither way: a bounce among the
+ * first five emails is 20% and means nothing yet, and the guard does not act on it.
+ */
+export const rateCard = (label: string, rate: number, limit: number, volume: { delivered: number; minimum: number }) => {
+  const judged = volume.delivered >= volume.minimum;
+  const over = judged && rate > limit;
+  const verdict = !judged
+    ? html`<span class="badge">Not enough mail yet</span> ${volume.delivered.toLocaleString('en')} of ${volume.minimum.toLocaleString('en')} delivered`
+    : over
+      ? html`<span class="badge badge-failed">Over the limit</span>`
+      : html`<span class="badge badge-success">Within the limit</span>`;
+  return html`<div class="card"><div class="label">${label}</div><div class="value${over ? ' over' : ''}">${percent(rate)}</div><div class="sub">limit ${percent(limit)} ${verdict}</div></div>`;
+};
 
 /** One colour per kind of count, the same on every chart. */
 export const CHART_COLOURS = {

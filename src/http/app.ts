@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import { accepts } from 'hono/accepts';
 import { bodyLimit } from 'hono/body-limit';
 import { ApiError } from '../errors.js';
 import { authMiddleware, type AuthContext } from './auth.js';
@@ -18,15 +19,19 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const API_PREFIX = /^\/(?:api\/)?v1(?=\/|$)/;
 
 export type AppParts = {
-  /** The API and the pages; null on a worker, whose port answers only /health (and /metrics). */
-  api: { routes: RouteDef[]; pages: Hono } | null;
+  /**
+   * The API, the recipients' pages and the dashboard (for signed-in people); null on a worker,
+   * whose port answers only /health (and /metrics).
+   */
+  api: { routes: RouteDef[]; pages: Hono; dashboard: Hono } | null;
   /** What /health asks whether mail can go out; null where this process sends none. */
   relay: { check(): Promise<void> } | null;
 };
 
 /**
  * The HTTP app: the API routes under /v1 (and /api/v1) behind the key check, the interactive
- * reference, and the pages that need no key (the recipients' pages), all with the one error shape.
+ * reference, the pages that need no key (the recipients' pages) and the dashboard, all with the one
+ * error shape. An API call made outside /v1 is told where the API is, never sent to the sign-in page.
  */
 export function createApp(deps: AppDeps, parts: AppParts) {
   const routes = [...(parts.api?.routes ?? [])].sort(bySpecificity);
@@ -55,6 +60,17 @@ export function createApp(deps: AppDeps, parts: AppParts) {
   const apiPath = (path: string) => {
     const prefix = API_PREFIX.exec(path);
     return prefix ? path.slice(prefix[0].length) : null;
+  };
+  /** A request that reads like an API client's rather than a browser's: it carries a key, or asks for JSON over a page. */
+  const looksLikeApiCall = (c: Context) =>
+    /^Bearer\s/i.test(c.req.header('authorization') ?? '') ||
+    accepts(c, { header: 'Accept', supports: ['text/html', 'application/json'], default: 'text/html' }) === 'application/json';
+  /** The 404 of an API call made outside /v1, pointing at the API call it probably meant. */
+  const missingPrefix = (c: Context) => {
+    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+    const meant = matchers.some((m) => m.method === method && m.pattern.test(c.req.path));
+    const where = meant ? `${c.req.method} /v1${c.req.path}` : 'its reference is at /docs';
+    return new ApiError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}: the API is under /v1 (${where})`);
   };
   app.route('/health', healthRoute(deps, parts.relay));
   app.route('/metrics', metricsRoute(deps));
@@ -90,6 +106,13 @@ export function createApp(deps: AppDeps, parts: AppParts) {
   if (parts.api) {
     app.route('/docs', docsRoutes());
     app.route('/', parts.api.pages);
+    // Ahead of the dashboard, which would send an API client to its sign-in page: `curl /emails`
+    // with a key learns where the API is instead.
+    app.use('*', async (c, next) => {
+      if (apiPath(c.req.path) === null && looksLikeApiCall(c)) throw missingPrefix(c);
+      await next();
+    });
+    app.route('/', parts.api.dashboard);
     // Mounted once complete: Hono copies a sub-app's routes when it is mounted.
     app.route('/v1', v1);
     app.route('/api/v1', v1);

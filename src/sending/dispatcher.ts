@@ -6,6 +6,7 @@ import { KeyVaultError } from '../domains/key-vault.js';
 import { addressOf } from '../mail/address.js';
 import { compose, signedMessage, type CampaignComposer, type CampaignMail } from './compose.js';
 import { DomainSettingsCache } from './domain-settings.js';
+import { sandboxRefusal } from './sandbox.js';
 import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, releasedOutcome, type Outcome } from './outcomes.js';
 import type { Transport } from './transports/index.js';
 import { startWorkerLoop } from '../workers/loop.js';
@@ -48,6 +49,9 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const domain = email.domain_id === null ? null : await domains.get(email.team_id, email.domain_id);
     if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
     if (!domain) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
+    // Accepted while mail was captured, and the process restarted since with a relay: it never goes out.
+    const refusal = sandboxRefusal(domain.signer.domain, transport.name);
+    if (refusal) return finalOutcome(email, 'FAILED', { reason: refusal });
     const isSuppressed = (address: string) => suppressed.has(emails.suppressionKey(email.team_id, address.toLowerCase()));
     const composed = compose(deps, email, campaignMail?.message, domain, isSuppressed);
     if (composed.envelope.to.length === 0) {

@@ -18,7 +18,7 @@ import { assertDomainInScope, type Caller } from './caller.js';
 import { mailboxes } from './emails.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
-export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'metrics'>;
+export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'keyVault' | 'signals' | 'metrics'>;
 
 export const PAGE_SIZE = 30;
 // Pause and delete wait this long at most for mail a dispatcher is handing to SMTP right now.
@@ -87,7 +87,7 @@ function scheduleOf(input: { scheduledAt?: string }, deps: CampaignDeps, now: Da
 /** The body that is sent: the html given, or the editor content rendered; either way with an unsubscribe link. */
 function bodyOf(input: CreateCampaignInput, problems: ErrorDetail[]): string | null {
   if (!input.html && !input.content) {
-    problems.push({ path: 'html', message: 'html or content is required' }, { path: 'content', message: 'html or content is required' });
+    problems.push({ path: 'html', message: 'is required unless content is given' });
     return null;
   }
   let html: string;
@@ -122,7 +122,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
   const scheduledAt = input.sendNow ? now : scheduleOf(input, deps, now, problems);
   let sender: Awaited<ReturnType<typeof assertVerifiedSender>> | null = null;
   try {
-    sender = await assertVerifiedSender(deps.db, teamId, input.from);
+    sender = await assertVerifiedSender(deps, teamId, input.from);
   } catch (error) {
     if (!(error instanceof ApiError) || !error.details) throw error;
     problems.push(...error.details);

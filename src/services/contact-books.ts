@@ -1,5 +1,3 @@
-import type { Db } from '../db/connection.js';
-import type { Deps } from '../deps.js';
 import * as books from '../data/contact-books.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
 import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
@@ -7,9 +5,9 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseMailbox } from '../mail/address.js';
 import { assertBookInScope, assertDomainInScope, type Caller } from './caller.js';
-import { assertVerifiedSender } from './verified-sender.js';
+import { assertVerifiedSender, type SenderDeps } from './verified-sender.js';
 
-export type ContactBookDeps = Pick<Deps, 'db'>;
+export type ContactBookDeps = SenderDeps;
 
 export const DOUBLE_OPT_IN_PLACEHOLDER = '{{doubleOptInUrl}}';
 export const DEFAULT_EMOJI = '📙';
@@ -43,7 +41,7 @@ export type CreateContactBookInput = Partial<Omit<ContactBookFields, 'name'>> & 
 export type UpdateContactBookInput = Partial<ContactBookFields>;
 
 /** The double opt-in rules, checked on the book as it will be once the change is applied. */
-async function assertDoubleOptIn(db: Db, caller: Caller, book: ContactBookFields, changed: UpdateContactBookInput) {
+async function assertDoubleOptIn(deps: SenderDeps, caller: Caller, book: ContactBookFields, changed: UpdateContactBookInput) {
   if (changed.doubleOptInContent != null && !changed.doubleOptInContent.includes(DOUBLE_OPT_IN_PLACEHOLDER)) {
     throw invalid('doubleOptInContent', `must contain the ${DOUBLE_OPT_IN_PLACEHOLDER} placeholder`);
   }
@@ -55,7 +53,7 @@ async function assertDoubleOptIn(db: Db, caller: Caller, book: ContactBookFields
     throw invalid('doubleOptInFrom', 'is required when double opt-in is enabled: the address on a verified domain that sends the confirmation');
   }
   if (changed.doubleOptInEnabled || changed.doubleOptInFrom !== undefined) {
-    const { domain } = await assertVerifiedSender(db, caller.teamId, book.doubleOptInFrom, 'doubleOptInFrom');
+    const { domain } = await assertVerifiedSender(deps, caller.teamId, book.doubleOptInFrom, 'doubleOptInFrom');
     assertDomainInScope(caller, domain.id, `send confirmations from ${domain.name}`);
   }
 }
@@ -73,7 +71,7 @@ export async function createContactBook(deps: ContactBookDeps, caller: Caller, i
     doubleOptInSubject: input.doubleOptInSubject ?? DEFAULT_DOUBLE_OPT_IN_SUBJECT,
     doubleOptInContent: input.doubleOptInContent ?? DEFAULT_DOUBLE_OPT_IN_CONTENT,
   };
-  await assertDoubleOptIn(db, caller, fields, input);
+  await assertDoubleOptIn(deps, caller, fields, input);
   const id = newId();
   await books.insertContactBook(db, teamId, id, fields);
   return getContactBook(deps, caller, { contactBookId: id });
@@ -89,10 +87,10 @@ export async function getContactBook({ db }: ContactBookDeps, { teamId }: Caller
   return toContactBook(row);
 }
 
-export async function updateContactBook({ db }: ContactBookDeps, caller: Caller, request: { contactBookId: string; changes: UpdateContactBookInput }) {
+export async function updateContactBook(deps: ContactBookDeps, caller: Caller, request: { contactBookId: string; changes: UpdateContactBookInput }) {
   const { contactBookId: id, changes: input } = request;
   const { teamId } = caller;
-  return db.transaction().execute(async (tx) => {
+  return deps.db.transaction().execute(async (tx) => {
     const current = await books.findContactBook(tx, teamId, id, true);
     if (!current) throw notFound('Contact book');
     await assertBookInScope(tx, caller, current);
@@ -106,7 +104,7 @@ export async function updateContactBook({ db }: ContactBookDeps, caller: Caller,
       doubleOptInSubject: input.doubleOptInSubject ?? current.double_opt_in_subject,
       doubleOptInContent: input.doubleOptInContent ?? current.double_opt_in_content,
     };
-    await assertDoubleOptIn(tx, caller, merged, input);
+    await assertDoubleOptIn({ ...deps, db: tx }, caller, merged, input);
     await books.updateContactBook(tx, teamId, id, input);
     return toContactBook((await books.findContactBook(tx, teamId, id))!);
   });

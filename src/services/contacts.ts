@@ -9,11 +9,12 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { newSortableId } from '../ids.js';
 import { assertBookInScope, type Caller } from './caller.js';
 import { CONFIRMATION_INTERVAL_MS, queueConfirmations } from './double-opt-in.js';
+import type { SenderDeps } from './verified-sender.js';
 
-export type ContactDeps = Pick<Deps, 'db' | 'metrics' | 'log'>;
+export type ContactDeps = Pick<Deps, 'metrics' | 'log'> & SenderDeps;
 
-/** Confirmation emails a transaction queued, counted in the metrics once it has committed. */
-type Queued = { emails: number };
+/** Queues the book's confirmation emails to these contacts in the transaction (double opt-in). */
+type Confirm = (book: Book, recipients: { id: string; email: string }[]) => Promise<void>;
 
 export type ContactInput = {
   email?: string;
@@ -114,19 +115,22 @@ function changedFields(current: ContactFields, input: ContactInput): ContactFiel
 async function inBook<T>(
   deps: ContactDeps,
   target: { caller: Caller; bookId: string; lock: BookLock; email?: string },
-  work: (tx: Db, book: Book, queued: Queued) => Promise<T>,
+  work: (tx: Db, book: Book, confirm: Confirm) => Promise<T>,
 ): Promise<T> {
   const { caller, bookId, lock, email } = target;
   const { teamId } = caller;
-  const queued: Queued = { emails: 0 };
+  // Counted in the metrics once the transaction has committed.
+  let queued = 0;
   try {
     const result = await deps.db.transaction().execute(async (tx) => {
       const book = await contacts.findBookForContacts(tx, teamId, bookId, lock);
       if (!book) throw notFound('Contact book');
       await assertBookInScope(tx, caller, book);
-      return work(tx, book, queued);
+      return work(tx, book, async (confirmed, recipients) => {
+        queued += await queueConfirmations({ ...deps, db: tx }, caller, confirmed, recipients);
+      });
     });
-    deps.metrics.emailsReached('QUEUED', queued.emails);
+    deps.metrics.emailsReached('QUEUED', queued);
     return result;
   } catch (error) {
     const violation = contacts.uniqueViolation(error);
@@ -154,23 +158,23 @@ function confirmationDue(book: Book, current: ContactStateRow, now: number) {
 }
 
 /** Applies the changes; a contact added again (`readded` to its book) may be due its confirmation again. */
-async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: { book: Book; queued: Queued }) {
+async function update(tx: Db, caller: Caller, current: ContactRow, input: ContactInput, readded?: { book: Book; confirm: Confirm }) {
   const next = changedFields(fieldsOf(current), input);
   if (next) {
     await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
     await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: current.contact_book_id, ids: [current.id] }, 'contact.updated', new Date());
   }
   if (readded && confirmationDue(readded.book, current, Date.now())) {
-    readded.queued.emails += await queueConfirmations(tx, caller, readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
+    await readded.confirm(readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
   }
   return { contactId: current.id };
 }
 
-async function create(tx: Db, caller: Caller, book: Book, queued: Queued, contact: { id: string; email: string; input: ContactInput }) {
+async function create(tx: Db, caller: Caller, book: Book, confirm: Confirm, contact: { id: string; email: string; input: ContactInput }) {
   const { id, email, input } = contact;
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
   await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: book.id, ids: [id] }, 'contact.created', new Date());
-  if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [{ id, email }]);
+  if (book.double_opt_in_enabled) await confirm(book, [{ id, email }]);
   return { contactId: id };
 }
 
@@ -187,12 +191,12 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
     // next time; renaming goes through PATCH or a PUT keyed by id.
     throw invalid('email', `must be the address in the path (${key.email}) when the contact is addressed by email`);
   }
-  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
+  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, confirm) => {
     const current = await contacts.findContact(tx, teamId, bookId, key, true);
-    if (current) return update(tx, caller, current, input, { book, queued });
+    if (current) return update(tx, caller, current, input, { book, confirm });
     const email = 'email' in key ? key.email : input.email;
     if (email === undefined) throw invalid('email', 'is required to create a contact');
-    return create(tx, caller, book, queued, { id: 'id' in key ? key.id : newSortableId(), email, input });
+    return create(tx, caller, book, confirm, { id: 'id' in key ? key.id : newSortableId(), email, input });
   });
 }
 
@@ -200,10 +204,10 @@ export async function upsertContact(deps: ContactDeps, caller: Caller, request: 
 export async function createContact(deps: ContactDeps, caller: Caller, request: { contactBookId: string; contact: ContactInput & { email: string } }) {
   const { teamId } = caller;
   const { contactBookId: bookId, contact: input } = request;
-  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, queued) => {
+  return inBook(deps, { caller, bookId, lock: 'keyShare', email: input.email }, async (tx, book, confirm) => {
     const current = await contacts.findContact(tx, teamId, bookId, { email: input.email }, true);
-    if (current) return update(tx, caller, current, input, { book, queued });
-    return create(tx, caller, book, queued, { id: newSortableId(), email: input.email, input });
+    if (current) return update(tx, caller, current, input, { book, confirm });
+    return create(tx, caller, book, confirm, { id: newSortableId(), email: input.email, input });
   });
 }
 
@@ -304,7 +308,7 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
     else errors.push({ index, email: row.email, message: row.message });
   });
 
-  const counts = await inBook(deps, { caller, bookId, lock: 'update' }, async (tx, book, queued) => {
+  const counts = await inBook(deps, { caller, bookId, lock: 'update' }, async (tx, book, confirm) => {
     const keys = await contacts.emailKeys(tx, valid.map((row) => row.contact.email));
     const firstIndexOf = new Map<string, number>();
     const unique: Array<{ key: string; contact: ContactInput & { email: string } }> = [];
@@ -342,7 +346,7 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
       await contacts.updateContacts(tx, teamId, bookId, updates);
       await reportWrittenContacts(tx, { teamId, bookId, ids: inserts.map((row) => row.id) }, 'contact.created', new Date());
       await reportWrittenContacts(tx, { teamId, bookId, ids: updates.map((row) => row.id) }, 'contact.updated', new Date());
-      if (book.double_opt_in_enabled) queued.emails += await queueConfirmations(tx, caller, book, [...inserts, ...readded]);
+      if (book.double_opt_in_enabled) await confirm(book, [...inserts, ...readded]);
       created += inserts.length;
     }
     return { created, updated: unique.length - created };

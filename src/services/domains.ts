@@ -6,10 +6,13 @@ import type { DomainRow } from '../data/domains.js';
 import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
 import { reportDomainChange } from '../events/domains.js';
 import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
+import { domainWarnings } from '../domains/warnings.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { asciiHostname } from '../mail/address.js';
+import { isSandbox } from '../sending/sandbox.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
+import { sandboxDomain } from './sandbox-domain.js';
 
 export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault' | 'recentKeys' | 'recentSenders'>;
 
@@ -19,7 +22,9 @@ export function toDomain(row: DomainRow, config: Config) {
   const statuses: Record<RecordKind, DomainRow['status']> = {
     dkim: row.dkim_status, spf: row.spf_status, mx: row.mx_status, dmarc: row.dmarc_status,
   };
-  const records = requiredRecords(
+  const sandbox = isSandbox(row.name);
+  // The sandbox domain needs no DNS record: it is verified by construction, and its mail never leaves.
+  const records = sandbox ? [] : requiredRecords(
     { name: row.name, subdomain: row.subdomain, dkimSelector: row.dkim_selector, dkimPublicKey: row.dkim_public_key },
     config,
   );
@@ -28,6 +33,7 @@ export function toDomain(row: DomainRow, config: Config) {
     name: row.name,
     teamId: row.team_id,
     status: row.status,
+    sandbox,
     region: row.region,
     clickTracking: row.click_tracking,
     openTracking: row.open_tracking,
@@ -51,6 +57,8 @@ export function toDomain(row: DomainRow, config: Config) {
       status: statuses[record.kind],
       recommended: record.recommended,
     })),
+    // The sandbox's mail never leaves, so nothing about reaching the world concerns it.
+    warnings: sandbox ? [] : domainWarnings(config),
   };
 }
 
@@ -85,6 +93,7 @@ function normalizeName(input: string, dkimSelector: string, config: Config): { n
         `"${input}" is not a valid domain name: use letters, digits and hyphens in dot-separated labels of at most 63 characters, at most 253 in all (international names are allowed)`,
     };
   }
+  if (isSandbox(ascii)) return { path: 'name', message: `${ascii} is the sandbox domain, which every team already has: send from it without adding it` };
   const parts = registrableParts(ascii);
   if (!parts) return { path: 'name', message: `${ascii} is a public suffix; register a domain under it` };
   const identity = { name: ascii, subdomain: parts.subdomain, dkimSelector, dkimPublicKey: '' };
@@ -125,8 +134,13 @@ export async function createDomain(deps: DomainDeps, caller: Caller, input: { na
   return toDomain(row, deps.config);
 }
 
+/** The team's own domains, newest first, then its sandbox domain (made here when the team first looks). */
 export async function listDomains(deps: DomainDeps, caller: Caller) {
-  return (await domains.listDomains(deps.db, caller.teamId, caller.domainId)).map((row) => toDomain(row, deps.config));
+  const rows = await domains.listDomains(deps.db, caller.teamId, caller.domainId);
+  // A key scoped to another domain sees that one only.
+  const sandbox = rows.find((row) => isSandbox(row.name)) ?? (caller.domainId === null ? await sandboxDomain(deps, caller.teamId) : undefined);
+  const listed = [...rows.filter((row) => row !== sandbox), ...(sandbox ? [sandbox] : [])];
+  return listed.map((row) => toDomain(row, deps.config));
 }
 
 export async function getDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
@@ -157,6 +171,9 @@ export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId
   const deleted = await deps.db.transaction().execute(async (tx) => {
     const row = await domains.findDomain(tx, caller.teamId, id, true);
     if (!row) throw notFound('Domain');
+    if (isSandbox(row.name)) {
+      throw conflict(`Domain ${row.name} is the team's sandbox domain and cannot be deleted; its mail is only ever captured, never sent out`);
+    }
     const keys = await domains.deleteDomain(tx, caller.teamId, id);
     await reportDomainChange(tx, row, null, new Date());
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
@@ -170,17 +187,20 @@ export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId
 
 /**
  * Starts verification: PENDING and a check at once, then checks with backoff until the window
- * ends. A verified domain stays verified (its mail keeps flowing) and is simply re-checked now.
+ * ends. A verified domain stays verified (its mail keeps flowing) and is simply re-checked now;
+ * the sandbox domain has nothing to check and stays as it is.
  */
 export async function verifyDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
   const id = domainIdFor(caller, rawId);
   const row = await deps.db.transaction().execute(async (tx) => {
     const current = await domains.findDomain(tx, caller.teamId, id, true);
     if (!current) throw notFound('Domain');
+    if (isSandbox(current.name)) return current;
     const after = await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
     await reportDomainChange(tx, current, after, after.updated_at);
     return current;
   });
+  if (isSandbox(row.name)) return { message: `Domain ${row.name} is the sandbox domain: verified by construction, it has no DNS records to check` };
   deps.signals.emit('domainCheckDue', id);
   const message = row.status === 'SUCCESS'
     ? `Domain ${row.name} is verified; its DNS records are being checked again now`

@@ -1,5 +1,4 @@
 import { renderEditorContent } from '../campaigns/editor-content.js';
-import type { Db } from '../db/connection.js';
 import { markConfirmationSent } from '../data/contacts.js';
 import type { NewEmail } from '../data/emails.js';
 import { storeNewEmails } from '../events/email-changes.js';
@@ -7,7 +6,7 @@ import { newId } from '../ids.js';
 import { formatMailbox } from '../mail/address.js';
 import { htmlToText } from '../mail/html.js';
 import { assertDomainInScope, type Caller } from './caller.js';
-import { assertVerifiedSender } from './verified-sender.js';
+import { assertVerifiedSender, type SenderDeps } from './verified-sender.js';
 
 /** A contact is sent at most one confirmation per this long, however often it is added again. */
 export const CONFIRMATION_INTERVAL_MS = 24 * 3_600_000;
@@ -32,15 +31,16 @@ function confirmationHtml(content: string): string {
 }
 
 /**
- * Stores the confirmation emails for these contacts in the caller's transaction (the email row is
- * the job), and records when they went. The body keeps its {{doubleOptInUrl}} placeholder; the
- * dispatcher puts in the signed link when it sends, and picks the rows up on its next poll.
+ * Stores the confirmation emails for these contacts in the caller's transaction, `deps.db` (the
+ * email row is the job), and records when they went. The body keeps its {{doubleOptInUrl}}
+ * placeholder; the dispatcher puts in the signed link when it sends, and picks the rows up on its
+ * next poll.
  * Answers how many were queued.
  */
-export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOptInBook, recipients: { id: string; email: string }[]): Promise<number> {
+export async function queueConfirmations(deps: SenderDeps, caller: Caller, book: DoubleOptInBook, recipients: { id: string; email: string }[]): Promise<number> {
   if (recipients.length === 0 || !book.double_opt_in_from) return 0;
   const { teamId } = caller;
-  const { mailbox, domain } = await assertVerifiedSender(tx, teamId, book.double_opt_in_from, 'doubleOptInFrom');
+  const { mailbox, domain } = await assertVerifiedSender(deps, teamId, book.double_opt_in_from, 'doubleOptInFrom');
   assertDomainInScope(caller, domain.id, `send confirmations from ${domain.name}`);
   const now = new Date();
   const html = confirmationHtml(book.double_opt_in_content ?? '');
@@ -58,7 +58,7 @@ export async function queueConfirmations(tx: Db, caller: Caller, book: DoubleOpt
       confirms: { bookId: book.id, contactId: contact.id },
     };
   });
-  for (let start = 0; start < rows.length; start += INSERT_CHUNK) await storeNewEmails(tx, rows.slice(start, start + INSERT_CHUNK));
-  await markConfirmationSent(tx, teamId, book.id, recipients.map((contact) => contact.id), now);
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) await storeNewEmails(deps.db, rows.slice(start, start + INSERT_CHUNK));
+  await markConfirmationSent(deps.db, teamId, book.id, recipients.map((contact) => contact.id), now);
   return rows.length;
 }

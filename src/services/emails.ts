@@ -19,9 +19,9 @@ import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
 import { renderFromTemplate, templatesByIds } from './templates.js';
-import { assertRecentVerifiedSender } from './verified-sender.js';
+import { assertRecentVerifiedSender, type SenderDeps } from './verified-sender.js';
 
-export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'signals' | 'metrics' | 'recentSenders' | 'acceptedMail'>;
+export type EmailDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'keyVault' | 'signals' | 'metrics' | 'recentSenders' | 'acceptedMail'>;
 
 export const MAX_RECIPIENTS = 50;
 
@@ -85,7 +85,7 @@ function contentOf(input: EmailInput, template: TemplateRow | undefined, submitt
   const html = input.html || null;
   const text = input.text || (html === null ? (submitted ? '' : null) : htmlToText(html));
   if (html === null && !input.text && !submitted) {
-    problems.push({ path: at('html'), message: 'html or text is required' }, { path: at('text'), message: 'html or text is required' });
+    problems.push({ path: at('html'), message: 'is required unless text or templateId is given' });
   }
   return { subject: input.subject ?? '', html, text };
 }
@@ -152,7 +152,7 @@ function prepare(
 }
 
 /** The sender rule for each distinct `from` once: a verified domain of the team, within the key's scope. */
-async function senderDomains(deps: Pick<Deps, 'db' | 'recentSenders'>, caller: Caller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
+async function senderDomains(deps: SenderDeps & Pick<Deps, 'recentSenders'>, caller: Caller, inputs: EmailInput[], prefixes: string[], problems: ErrorDetail[]) {
   const found = new Map<string, { id: number; name: string; from: string } | null>();
   for (const [index, input] of inputs.entries()) {
     if (found.has(input.from)) {

@@ -32,7 +32,7 @@ export function toTemplate(row: TemplateRow) {
 function completed(fields: TemplateFields): TemplateFields {
   const html = fields.html || (fields.content ? renderEditorContent(fields.content) : null);
   if (!html && !fields.text) {
-    throw validationError(['html', 'text', 'content'].map((path) => ({ path, message: 'html, text or content is required' })));
+    throw validationError([{ path: 'html', message: 'is required unless text or content is given' }]);
   }
   return { ...fields, html };
 }

@@ -26,6 +26,12 @@ function fakeDns(zone: Record<string, string[]>): Lookup & { calls: string[] } {
 
 const noAllow = new AllowList([]);
 
+/** A refusal of an address the operator's own receivers may have (loopback, private): it says how to allow `host`. */
+const allowable = (reason: string, host: string) => ({
+  ok: false,
+  reason: `${reason}; the server's operator can allow it by adding ${host} to WEBHOOK_ALLOWED_HOSTS`,
+});
+
 describe('classifyAddress', () => {
   it.each<[string, AddressClass]>([
     ['127.0.0.1', 'loopback'],
@@ -186,22 +192,34 @@ describe('checkWebhookUrl', () => {
     expect(await checkWebhookUrl('http://hooks.example.com/', narrow)).toStrictEqual({ ok: false, reason: 'port 80 may not be called by webhooks (WEBHOOK_ALLOWED_PORTS is 443,8000-8999)' });
   });
 
-  it('a loopback address is refused', async () => {
-    expect(await checkWebhookUrl('http://127.0.0.1:8080/', guard)).toStrictEqual({ ok: false, reason: '127.0.0.1 is a loopback address' });
-    expect(await checkWebhookUrl('http://[::1]/', guard)).toStrictEqual({ ok: false, reason: '::1 is a loopback address' });
+  it('a loopback address is refused, naming WEBHOOK_ALLOWED_HOSTS and the entry that would allow it', async () => {
+    expect(await checkWebhookUrl('http://127.0.0.1:8080/', guard)).toStrictEqual({
+      ok: false,
+      reason: "127.0.0.1 is a loopback address; the server's operator can allow it by adding 127.0.0.1 to WEBHOOK_ALLOWED_HOSTS",
+    });
+    expect(await checkWebhookUrl('http://[::1]/', guard)).toStrictEqual(allowable('::1 is a loopback address', '::1'));
+    // The entry named is one that does allow it.
+    expect((await checkWebhookUrl('http://[::1]/', { ...guard, allow: new AllowList(['::1']) })).ok).toBe(true);
+  });
+
+  it('refusals of addresses no receiver of the operator lives at (link-local, multicast, reserved) do not suggest allowing them', async () => {
+    for (const url of ['http://169.254.169.254/', 'http://224.0.0.1/', 'http://192.0.2.1/']) {
+      const check = await checkWebhookUrl(url, guard);
+      expect(check.ok, url).toBe(false);
+      expect(check.ok || check.reason, url).not.toContain('WEBHOOK_ALLOWED_HOSTS');
+    }
   });
 
   it('other spellings of loopback are refused too (URL parsing normalises them)', async () => {
     for (const url of ['http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/']) {
-      expect(await checkWebhookUrl(url, guard), url).toStrictEqual({ ok: false, reason: '127.0.0.1 is a loopback address' });
+      expect(await checkWebhookUrl(url, guard), url).toStrictEqual(allowable('127.0.0.1 is a loopback address', '127.0.0.1'));
     }
   });
 
   it('an IPv4-mapped form of a private address is refused, naming the address inside', async () => {
-    expect(await checkWebhookUrl('http://[::ffff:127.0.0.1]/', guard)).toStrictEqual({
-      ok: false,
-      reason: '::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address',
-    });
+    expect(await checkWebhookUrl('http://[::ffff:127.0.0.1]/', guard)).toStrictEqual(
+      allowable('::ffff:7f00:1 is an IPv4-mapped form of 127.0.0.1, a loopback address', '::ffff:7f00:1'),
+    );
     expect(await checkWebhookUrl('http://mapped.example.com/', guard)).toStrictEqual({
       ok: false,
       reason: 'mapped.example.com resolves to ::ffff:169.254.169.254, an IPv4-mapped form of 169.254.169.254, a link-local address',
@@ -216,17 +234,11 @@ describe('checkWebhookUrl', () => {
   });
 
   it('a host name that resolves to loopback is refused, naming the address', async () => {
-    expect(await checkWebhookUrl('http://localhost:3000/hook', guard)).toStrictEqual({
-      ok: false,
-      reason: 'localhost resolves to 127.0.0.1, a loopback address',
-    });
+    expect(await checkWebhookUrl('http://localhost:3000/hook', guard)).toStrictEqual(allowable('localhost resolves to 127.0.0.1, a loopback address', 'localhost'));
   });
 
   it('one private address among public ones is enough to refuse a host', async () => {
-    expect(await checkWebhookUrl('https://mixed.example.com/', guard)).toStrictEqual({
-      ok: false,
-      reason: 'mixed.example.com resolves to 10.0.0.5, a private address',
-    });
+    expect(await checkWebhookUrl('https://mixed.example.com/', guard)).toStrictEqual(allowable('mixed.example.com resolves to 10.0.0.5, a private address', 'mixed.example.com'));
   });
 
   it('a host with no address, or one that does not resolve, is refused', async () => {
@@ -242,10 +254,9 @@ describe('checkWebhookUrl', () => {
     expect((await checkWebhookUrl('http://localhost:3000/', { allow: new AllowList(['127.0.0.0/8', '::1']), lookup: dns })).ok).toBe(true);
     expect((await checkWebhookUrl('http://10.0.0.5/', { allow: new AllowList(['10.0.0.0/24']), lookup: dns })).ok).toBe(true);
     // Allowing 127.0.0.1 says nothing about ::1, which localhost also resolves to.
-    expect(await checkWebhookUrl('http://localhost:3000/', { allow: new AllowList(['127.0.0.1']), lookup: dns })).toStrictEqual({
-      ok: false,
-      reason: 'localhost resolves to ::1, a loopback address',
-    });
+    expect(await checkWebhookUrl('http://localhost:3000/', { allow: new AllowList(['127.0.0.1']), lookup: dns })).toStrictEqual(
+      allowable('localhost resolves to ::1, a loopback address', 'localhost'),
+    );
   });
 });
 

@@ -25,11 +25,16 @@ const MAX_WEBHOOK_URL_LENGTH = 2048;
 /** The code of the error a guarded lookup fails with when an address is refused. */
 export const ADDRESS_REFUSED = 'EADDRNOTALLOWED';
 
-/** A host the guard will not let a webhook call; the message is the reason, fit to show a user. */
+/**
+ * A host the guard will not let a webhook call; the message is the reason, fit to show a user.
+ * `allowable`: the address is one the operator's own servers may listen on, so WEBHOOK_ALLOWED_HOSTS
+ * is the way to reach it.
+ */
 export class WebhookAddressError extends Error {
   constructor(
     message: string,
     readonly code: string,
+    readonly allowable = false,
   ) {
     super(message);
     this.name = 'WebhookAddressError';
@@ -127,7 +132,7 @@ export function classifyAddress(ip: string): AddressClass {
   return read(address).kind;
 }
 
-const CLASS_NAMES: Record<AddressClass, string> = {
+export const ADDRESS_CLASS_NAMES: Record<AddressClass, string> = {
   public: 'a public address',
   loopback: 'a loopback address',
   private: 'a private address',
@@ -138,16 +143,20 @@ const CLASS_NAMES: Record<AddressClass, string> = {
   reserved: 'a reserved address',
 };
 
+// Where the operator's own receivers live, on this machine or its network. Not link-local, the
+// cloud metadata service's range: no refusal should suggest opening that.
+const ALLOWABLE = new Set<AddressClass>(['loopback', 'private']);
+
 /** What is wrong with calling `ip`, as "<what it is>", or null when it may be called. */
-function addressRefusal(ip: string, allow: AllowList): { address: string; what: string } | null {
+function addressRefusal(ip: string, allow: AllowList): { address: string; what: string; allowable: boolean } | null {
   const parsed = parse(ip);
-  if (!parsed) return { address: JSON.stringify(ip), what: 'not an IP address' };
+  if (!parsed) return { address: JSON.stringify(ip), what: 'not an IP address', allowable: false };
   const reading = read(parsed);
   if (reading.kind === 'public' || allow.allowsAddress(ip)) return null;
   const what = reading.embedded
-    ? `${reading.embedded.form} form of ${reading.embedded.ipv4}, ${CLASS_NAMES[reading.kind]}`
-    : CLASS_NAMES[reading.kind];
-  return { address: unbracket(ip), what };
+    ? `${reading.embedded.form} form of ${reading.embedded.ipv4}, ${ADDRESS_CLASS_NAMES[reading.kind]}`
+    : ADDRESS_CLASS_NAMES[reading.kind];
+  return { address: unbracket(ip), what, allowable: ALLOWABLE.has(reading.kind) };
 }
 
 // As config.ts reads operator-given host names: labels may be one (`localhost`) and start with `_`.
@@ -215,7 +224,7 @@ export async function checkedAddresses(hostname: string, guard: Guard): Promise<
   const host = unbracket(hostname);
   if (parse(host)) {
     const refusal = addressRefusal(host, guard.allow);
-    if (refusal) throw new WebhookAddressError(`${refusal.address} is ${refusal.what}`, ADDRESS_REFUSED);
+    if (refusal) throw new WebhookAddressError(`${refusal.address} is ${refusal.what}`, ADDRESS_REFUSED, refusal.allowable);
     return [withoutZone(host)];
   }
   let addresses: string[];
@@ -230,7 +239,7 @@ export async function checkedAddresses(hostname: string, guard: Guard): Promise<
   const allowedHost = guard.allow.allowsHost(host);
   for (const address of addresses) {
     const refusal = allowedHost && parse(address) ? null : addressRefusal(address, guard.allow);
-    if (refusal) throw new WebhookAddressError(`${host} resolves to ${refusal.address}, ${refusal.what}`, ADDRESS_REFUSED);
+    if (refusal) throw new WebhookAddressError(`${host} resolves to ${refusal.address}, ${refusal.what}`, ADDRESS_REFUSED, refusal.allowable);
   }
   return addresses.map(withoutZone);
 }
@@ -279,8 +288,9 @@ export async function checkWebhookUrl(raw: string, guard: Guard): Promise<UrlChe
   try {
     await checkedAddresses(url.hostname, guard);
   } catch (error) {
-    if (error instanceof WebhookAddressError) return { ok: false, reason: error.message };
-    throw error;
+    if (!(error instanceof WebhookAddressError)) throw error;
+    const allow = `; the server's operator can allow it by adding ${unbracket(url.hostname)} to WEBHOOK_ALLOWED_HOSTS`;
+    return { ok: false, reason: error.allowable ? `${error.message}${allow}` : error.message };
   }
   const badPort = (guard.ports ?? DEFAULT_PORTS).refusal(url);
   return badPort ? { ok: false, reason: badPort } : { ok: true, url };

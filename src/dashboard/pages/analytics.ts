@@ -69,6 +69,7 @@ ${select('domainId', 'Domain', [{ value: '', label: 'All domains' }, ...domains.
 
     const scope = domains.find((domain) => String(domain.id) === domainId)?.name ?? 'all domains';
     const period = `last ${series.result.length} days`;
+    const volume = { delivered: reputation.delivered, minimum: deps.config.reputationMinDelivered };
     return page(c, {
       title: 'Analytics',
       section: 'Analytics',
@@ -85,8 +86,8 @@ ${filters()}
 )}</div>
 <h2>Reputation, ${period}</h2>
 <div class="cards" id="reputation">
-${rateCard('Hard-bounce rate', reputation.bounceRate, deps.config.reputationMaxBounceRate)}
-${rateCard('Complaint rate', reputation.complaintRate, deps.config.reputationMaxComplaintRate)}
+${rateCard('Hard-bounce rate', reputation.bounceRate, deps.config.reputationMaxBounceRate, volume)}
+${rateCard('Complaint rate', reputation.complaintRate, deps.config.reputationMaxComplaintRate, volume)}
 ${card('Delivered', count(reputation.delivered), html`${count(reputation.hardBounced)} hard-bounced, ${count(reputation.complained)} complained`)}
 </div>
 <p class="muted">Above a limit, the reputation guard pauses a domain's campaigns once ${count(deps.config.reputationMinDelivered)} of its emails are delivered.</p>

@@ -1,6 +1,8 @@
 import type { Context } from 'hono';
 import { html } from 'hono/html';
 import type { AppDeps } from '../../http/deps.js';
+import { sandboxRefusal, SANDBOX_DOMAIN } from '../../sending/sandbox.js';
+import { transportOf } from '../../sending/transports/index.js';
 import type { Domain } from '../../services/domains.js';
 import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
@@ -18,6 +20,14 @@ const tracking = (domain: Domain) => {
 // With one region configured there is nothing to choose: the API takes it by default.
 const regionChoice = (deps: AppDeps) => deps.config.regions.length > 1;
 
+/** What the sandbox domain is for, and whether this server's transport lets it send. */
+function sandboxNote(deps: AppDeps) {
+  const what = html`<strong>${SANDBOX_DOMAIN}</strong> is your team's sandbox: a domain to try Mailroom with, verified from the start, with no DNS to set up.`;
+  return sandboxRefusal(SANDBOX_DOMAIN, transportOf(deps.config)) === null
+    ? html`<p class="sandbox-note">${what} Send from any address on it, such as <code>hello@${SANDBOX_DOMAIN}</code>: its mail never leaves this server, each message is captured and shown under <a href="/emails">Emails</a>. Add your own domain to send for real.</p>`
+    : html`<p class="sandbox-note">${what} Its mail is only ever captured, never sent out, and this server relays its mail (SMTP_URL is set): nothing can be sent from the sandbox here. Send from a domain of your own.</p>`;
+}
+
 /** The domain the record names are relative to, as DNS providers show their zones. */
 const zoneOf = (domain: Domain) => (domain.subdomain ? domain.name.slice(domain.subdomain.length + 1) : domain.name);
 
@@ -30,7 +40,7 @@ function listPage(c: Ctx, deps: AppDeps, domains: Domain[], form: Form, status: 
 ${table(
   domains,
   [
-    { label: 'Domain', cell: (d) => html`<a href="/domains/${d.id}">${d.name}</a>` },
+    { label: 'Domain', cell: (d) => html`<a href="/domains/${d.id}">${d.name}</a>${d.sandbox ? html` ${badge('Sandbox')}` : ''}` },
     { label: 'Status', cell: (d) => badge(d.status) },
     ...(regionChoice(deps) ? [{ label: 'Region', cell: (d: Domain) => d.region }] : []),
     { label: 'Tracking', cell: tracking },
@@ -38,6 +48,7 @@ ${table(
   ],
   'No domains yet. Add the domain you send mail from below: you will get the DNS records that prove it is yours.',
 )}
+${domains.some((d) => d.sandbox) ? sandboxNote(deps) : ''}
 <h2>Add a domain</h2>
 <section class="panel">
 ${formError(form.errors[''])}
@@ -78,10 +89,16 @@ function recordsTable(domain: Domain) {
   );
 }
 
+/** What in the server's setup keeps this domain's mail from working beyond its machine: first on the page, before any record is copied. */
+const warningsPanel = (domain: Domain) =>
+  domain.warnings.length === 0
+    ? ''
+    : html`<section class="warnings" id="warnings" role="alert"><strong>This server is set up for this machine only</strong><ul>${domain.warnings.map((warning) => html`<li>${warning}</li>`)}</ul></section>`;
+
 const checkbox = (name: string, label: string, checked: boolean, hint: string) =>
   html`<div class="field"><label class="check"><input type="checkbox" name="${name}" value="on"${checked ? html` checked` : ''}> ${label}</label><small class="hint">${hint}</small></div>`;
 
-function domainPage(c: Ctx, domain: Domain) {
+function domainPage(c: Ctx, deps: AppDeps, domain: Domain) {
   const base = `/domains/${domain.id}`;
   const verified = domain.status === 'SUCCESS';
   return page(c, {
@@ -90,25 +107,27 @@ function domainPage(c: Ctx, domain: Domain) {
     body: html`<p class="muted"><a href="/domains">← Domains</a></p>
 ${heading(
   domain.name,
-  html`${actionButton(c, `${base}/verify`, verified ? 'Check records again' : 'Verify DNS records')}${actionButton(c, `${base}/delete`, 'Delete domain', {
+  // The sandbox domain has no records to check and is never deleted.
+  domain.sandbox ? undefined : html`${actionButton(c, `${base}/verify`, verified ? 'Check records again' : 'Verify DNS records')}${actionButton(c, `${base}/delete`, 'Delete domain', {
     kind: 'danger',
     confirm: `Delete ${domain.name}? Mail can no longer be sent from it, and API keys scoped to it are deleted with it.`,
   })}`,
 )}
+${warningsPanel(domain)}
 <section class="panel" id="status">
 <dl class="facts">
-<dt>Status</dt><dd>${badge(domain.status)}${domain.isVerifying ? html` <span class="muted">checking DNS…</span>` : ''}</dd>
+<dt>Status</dt><dd>${badge(domain.status)}${domain.sandbox ? html` ${badge('Sandbox')}` : ''}${domain.isVerifying ? html` <span class="muted">checking DNS…</span>` : ''}</dd>
 <dt>Region</dt><dd>${domain.region}</dd>
 <dt>Added</dt><dd>${time(domain.createdAt)}</dd>
-<dt>Last checked</dt><dd>${domain.lastCheckedTime ? time(domain.lastCheckedTime) : html`<span class="muted">not yet</span>`}</dd>
+${domain.sandbox ? '' : html`<dt>Last checked</dt><dd>${domain.lastCheckedTime ? time(domain.lastCheckedTime) : html`<span class="muted">not yet</span>`}</dd>`}
 ${domain.errorMessage ? html`<dt>Note</dt><dd>${domain.errorMessage}</dd>` : ''}
 ${domain.verificationError ? html`<dt>Last check found</dt><dd class="error verification-error">${domain.verificationError}</dd>` : ''}
 </dl>
 </section>
-<h2>DNS records</h2>
+${domain.sandbox ? sandboxNote(deps) : html`<h2>DNS records</h2>
 <p class="muted">Create these records at your DNS provider for <strong>${zoneOf(domain)}</strong> (names are relative to it), then verify.
 ${verified ? '' : 'Mail can be sent from this domain once it is verified.'}</p>
-${recordsTable(domain)}
+${recordsTable(domain)}`}
 <h2>Tracking</h2>
 <section class="panel">
 <form method="post" action="${base}/tracking" class="stack">
@@ -140,7 +159,7 @@ export function domainsPages(deps: AppDeps) {
     }
   });
 
-  app.get('/:id', async (c) => domainPage(c, await callApi<Domain>(c, deps, 'get', '/domains/{id}', { params: { id: c.req.param('id') } })));
+  app.get('/:id', async (c) => domainPage(c, deps, await callApi<Domain>(c, deps, 'get', '/domains/{id}', { params: { id: c.req.param('id') } })));
 
   app.post('/:id/verify', async (c) => {
     const id = c.req.param('id');

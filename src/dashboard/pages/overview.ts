@@ -25,6 +25,7 @@ export function overviewPages(deps: AppDeps) {
       callApi<{ campaigns: Campaign[] }>(c, deps, 'get', '/campaigns', { query: { status: 'RUNNING' } }),
     ]);
     const today = week.result.at(-1) ?? {};
+    const volume = { delivered: reputation.delivered, minimum: deps.config.reputationMinDelivered };
     const cards = (title: string, counts: Record<string, unknown>) =>
       html`<h2>${title}</h2><div class="cards">${KINDS.map(
         ([kind, label]) => card(label, Number(counts[kind] ?? 0).toLocaleString('en')),
@@ -37,8 +38,8 @@ ${cards('Today', today)}
 ${cards('Last 7 days', week.totalCounts)}
 <h2>Reputation, last 7 days</h2>
 <div class="cards">
-${rateCard('Hard-bounce rate', reputation.bounceRate, deps.config.reputationMaxBounceRate)}
-${rateCard('Complaint rate', reputation.complaintRate, deps.config.reputationMaxComplaintRate)}
+${rateCard('Hard-bounce rate', reputation.bounceRate, deps.config.reputationMaxBounceRate, volume)}
+${rateCard('Complaint rate', reputation.complaintRate, deps.config.reputationMaxComplaintRate, volume)}
 ${card('Delivered', reputation.delivered.toLocaleString('en'), `campaigns pause above a limit once ${deps.config.reputationMinDelivered.toLocaleString('en')} are delivered`)}
 </div>
 <h2>Campaigns sending now</h2>

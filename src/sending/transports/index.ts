@@ -16,3 +16,6 @@ export function createTransport(config: Config): Transport {
     timeoutMs: config.smtpTimeoutMs,
   });
 }
+
+/** The transport createTransport makes of this configuration: what the entrances go by, as an API-only process makes none. */
+export const transportOf = (config: Pick<Config, 'smtpUrl'>): Transport['name'] => (config.smtpUrl ? 'smtp' : 'capture');
