@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 const SRC = path.resolve('src');
 
 /**
- * The rooms of src/, top to bottom (the README's Architecture section draws the same picture). A
+ * The rooms of src/, top to bottom (docs/architecture.md draws the same picture). A
  * file may import its own room and the rooms of lower layers; rooms side by side in one layer
  * never import each other. A top-level file is a room of its own; `cli.ts` belongs to `cli/`.
  */

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { afterEach, inject } from 'vitest';
 
 /**
- * Real `npm start` and `npm run cli` processes for the operator-facing tests, started as the
- * scripts start them (node with tsx's loader: one process, which gets its signals itself). Every
- * child runs in its own process group, so killAll() leaves nothing behind.
+ * Real server and CLI processes for the operator-facing tests: src/ run with tsx's loader (one
+ * process, which gets its signals itself), or `npm start` itself where a test runs what a user
+ * types. Every child runs in its own process group, so killAll() leaves nothing behind.
  */
 
 // Bounds for a child that hangs, not for a slow one: each waits on the child's own signal (its
@@ -50,8 +50,17 @@ export function childEnv(settings: { DATA_DIR: string; DATABASE_URL?: string | n
 
 type Spawned = { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<Exit> };
 
-function spawnTsx(script: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+/** A program and its arguments. */
+export type Command = readonly [string, readonly string[]];
+
+/** A script of src/ run with tsx's loader, as the tests start servers and CLI runs. */
+const tsx = (script: string, args: readonly string[] = []): Command => [process.execPath, ['--import', 'tsx', script, ...args]];
+
+/** `npm start` itself, as a user types it: it runs dist/, rebuilt first where src/ changed. */
+export const NPM_START: Command = ['npm', ['start']];
+
+function spawnChild([file, args]: Command, env: NodeJS.ProcessEnv): Spawned {
+  const child = spawn(file, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let stdout = '';
   let stderr = '';
@@ -115,7 +124,7 @@ export type CliRun = {
 };
 
 export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  const run = spawnTsx('src/cli.ts', args, env);
+  const run = spawnChild(tsx('src/cli.ts', args), env);
   const { code } = await within(run.exit, CLI_TIMEOUT_MS, `cli ${args.join(' ')}`);
   const stdout = run.stdout();
   const stderr = run.stderr();
@@ -145,9 +154,9 @@ export type ServerProcess = {
   stop(): Promise<Exit>;
 };
 
-/** Starts `src/main.ts` and resolves once it logs that it is listening. */
-export async function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const server = spawnTsx('src/main.ts', [], env);
+/** Starts `src/main.ts` (or `command`) and resolves once it logs that it is listening. */
+export async function startServerProcess(env: NodeJS.ProcessEnv, command = tsx('src/main.ts')): Promise<ServerProcess> {
+  const server = spawnChild(command, env);
   const listening = new Promise<string>((resolve, reject) => {
     const onData = () => {
       const url = listeningUrl(server.stderr());
@@ -181,7 +190,7 @@ export async function startServerProcess(env: NodeJS.ProcessEnv): Promise<Server
 
 /** Starts `src/main.ts` expecting it to refuse; resolves with its exit and stderr. */
 export async function failedServerStart(env: NodeJS.ProcessEnv): Promise<Exit & { stderr: string }> {
-  const server = spawnTsx('src/main.ts', [], env);
+  const server = spawnChild(tsx('src/main.ts'), env);
   const exit = await within(server.exit, START_TIMEOUT_MS, 'server refusal');
   return { ...exit, stderr: server.stderr() };
 }
