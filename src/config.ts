@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { domainToASCII } from 'node:url';
@@ -53,6 +54,60 @@ export function portRange(entry: string): [number, number] | null {
   return low >= 1 && low <= high && high <= 65535 ? [low, high] : null;
 }
 
+/** One destination's limits, as DELIVERY_POLICY_FILE gives them. */
+const destinationPolicy = z.strictObject({
+  maxConnections: z.number().int().min(1).max(1000).optional(),
+  messagesPerConnection: z.number().int().min(1).max(100_000).optional(),
+  perMinute: z.number().int().min(1).max(10_000_000).optional(),
+});
+export type DestinationPolicy = z.infer<typeof destinationPolicy>;
+
+/** DELIVERY_POLICY_FILE: JSON naming destinations (registrable domains of MX hosts) and their limits. */
+const policyFile = z.string().transform((file, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `cannot read ${file} as JSON: ${(error as Error).message}` });
+    return z.NEVER;
+  }
+  const parsed = z.record(z.string().regex(/^[a-z0-9.-]{1,253}$/, 'destinations are lower-case domain names'), destinationPolicy).safeParse(json);
+  if (!parsed.success) {
+    ctx.addIssue({ code: 'custom', message: `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'} ${i.message}`).join('; ')}` });
+    return z.NEVER;
+  }
+  return parsed.data;
+});
+
+/** A source address of an IP pool and the name it says HELO with (null: EHLO_NAME). */
+export type PoolAddress = { address: string; ehloName: string | null };
+
+/**
+ * IP_POOLS: `name=addr[/ehlo-name],addr…;name2=…`. Every address is an IP literal that this
+ * machine can bind; a pool name may be given once.
+ */
+const ipPools = z.string().transform((value, ctx) => {
+  const pools: Record<string, PoolAddress[]> = {};
+  for (const entry of value.split(';').map((part) => part.trim()).filter(Boolean)) {
+    const [name, addresses = ''] = entry.split('=', 2).map((part) => part.trim()) as [string, string?];
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || name in pools) {
+      ctx.addIssue({ code: 'custom', message: `"${name}" is not a pool name (letters, digits, _ and -), or is given twice` });
+      return z.NEVER;
+    }
+    const members = list(addresses).map((member) => {
+      const [address = '', ehlo] = member.split('/', 2);
+      return { address: address.replace(/^\[|\]$/g, ''), ehlo };
+    });
+    const bad = members.find((m) => isIP(m.address) === 0 || (m.ehlo !== undefined && !hostName.safeParse(m.ehlo).success));
+    if (members.length === 0 || bad) {
+      ctx.addIssue({ code: 'custom', message: `pool ${name} must list IP addresses, each optionally /its-helo-name${bad ? ` (not: ${bad.address}${bad.ehlo ? `/${bad.ehlo}` : ''})` : ''}` });
+      return z.NEVER;
+    }
+    pools[name] = members.map((m) => ({ address: m.address, ehloName: m.ehlo === undefined ? null : hostName.parse(m.ehlo) }));
+  }
+  return pools;
+});
+
 /** SECRET, and the new secret `secret rotate` takes. */
 export const secretSchema = z.string().min(16, 'must be at least 16 characters');
 
@@ -95,7 +150,19 @@ const envSchema = z.object({
   DOMAIN_VERIFICATION_WINDOW_HOURS: hours(72),
   DOMAIN_RECHECK_HOURS: hours(24),
   DOMAIN_WORKER_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
-  SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional(),
+  SMTP_URL: z
+    .union([z.literal('direct'), z.url({ protocol: /^smtps?$/ })], { error: 'must be an smtp:// or smtps:// URL, or "direct"' })
+    .optional(),
+  DIRECT_MX_PORT: port(25),
+  EHLO_NAME: hostName.optional(),
+  DIRECT_REQUIRE_TLS: z.stringbool().default(false),
+  DIRECT_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1000).default(10),
+  DIRECT_MESSAGES_PER_CONNECTION: z.coerce.number().int().min(1).max(100_000).default(100),
+  DIRECT_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(10_000_000).optional(),
+  DIRECT_TIMEOUT_SCALE: z.coerce.number().min(0.0001).max(10).default(1),
+  DIRECT_BACKOFF_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+  DELIVERY_POLICY_FILE: policyFile.optional(),
+  IP_POOLS: ipPools.optional(),
   SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
   SMTP_MAX_MESSAGES_PER_CONNECTION: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   SMTP_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
@@ -175,8 +242,26 @@ export type Config = {
   domainVerificationWindowMs: number;
   domainRecheckMs: number;
   domainWorkerPollMs: number;
-  /** Unset: the capture transport (.eml files under DATA_DIR/outbox). */
+  /** Unset: the capture transport (.eml files under DATA_DIR/outbox); `direct`: to recipients' MX hosts. */
   smtpUrl: string | undefined;
+  /** Delivery straight to recipients' mail servers (SMTP_URL=direct). */
+  direct: {
+    mxPort: number;
+    /** The HELO name of connections from an address without a name of its own. */
+    ehloName: string;
+    requireTls: boolean;
+    maxConnections: number;
+    messagesPerConnection: number;
+    ratePerMinute: number | null;
+    /** Limits per destination that differ from the ones above. */
+    policy: Record<string, DestinationPolicy>;
+    /** Multiplies RFC 5321's timeouts (5 minutes for a reply, 10 for the end of DATA); tests shrink them. */
+    timeoutScale: number;
+    /** A destination that says "slow down" pauses this long, doubling each time it does again (at most 30 times). */
+    backoffMs: number;
+  };
+  /** Source addresses by pool name; `default` is the system's choice unless named here. */
+  ipPools: Record<string, PoolAddress[]>;
   smtpPoolSize: number;
   smtpMaxMessagesPerConnection: number;
   smtpTimeoutMs: number;
@@ -275,6 +360,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     domainRecheckMs: e.DOMAIN_RECHECK_HOURS * 3_600_000,
     domainWorkerPollMs: e.DOMAIN_WORKER_POLL_MS,
     smtpUrl: e.SMTP_URL,
+    direct: {
+      mxPort: e.DIRECT_MX_PORT,
+      ehloName: e.EHLO_NAME ?? ehloNameOf(publicUrl),
+      requireTls: e.DIRECT_REQUIRE_TLS,
+      maxConnections: e.DIRECT_MAX_CONNECTIONS,
+      messagesPerConnection: e.DIRECT_MESSAGES_PER_CONNECTION,
+      ratePerMinute: e.DIRECT_RATE_PER_MINUTE ?? null,
+      policy: e.DELIVERY_POLICY_FILE ?? {},
+      timeoutScale: e.DIRECT_TIMEOUT_SCALE,
+      backoffMs: e.DIRECT_BACKOFF_MS,
+    },
+    ipPools: e.IP_POOLS ?? {},
     smtpPoolSize: e.SMTP_POOL_SIZE,
     smtpMaxMessagesPerConnection: e.SMTP_MAX_MESSAGES_PER_CONNECTION,
     smtpTimeoutMs: e.SMTP_TIMEOUT_MS,
@@ -305,6 +402,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     metricsToken: e.METRICS_TOKEN ?? null,
   };
+}
+
+/** The public host's name; an IP literal says HELO as an address literal (RFC 5321 §4.1.3). */
+function ehloNameOf(publicUrl: string): string {
+  const host = new URL(publicUrl).hostname.replace(/^\[|\]$/g, '');
+  const family = isIP(host);
+  return family === 0 ? host : family === 4 ? `[${host}]` : `[IPv6:${host}]`;
 }
 
 /** The public host receives the bounces too; an IP literal cannot be an MX target, so then `localhost`. */

@@ -24,6 +24,8 @@ import { loadSecret } from './secret.js';
 import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
 import { measuredTransport } from './sending/transports/measured.js';
+import type { DirectTransport } from './sending/transports/direct/index.js';
+import { DeliveryOutcomes, startDeliverabilityReporter } from './sending/deliverability-reporter.js';
 import { startHttpServer, type HttpServer } from './server.js';
 import { newRecentKeys } from './services/api-keys.js';
 import { contactStatisticsRefresher } from './services/contacts.js';
@@ -97,6 +99,7 @@ type Parts = {
   domainWorker?: DomainWorker;
   releaser?: Releaser;
   dispatcher?: Dispatcher;
+  deliverability?: { stop(): Promise<void> };
   webhookSender?: WebhookSender;
   retention?: RetentionWorker;
   workers?: WorkerRegistry;
@@ -110,6 +113,7 @@ async function closeParts(parts: Parts): Promise<void> {
   await parts.domainWorker?.stop();
   await parts.releaser?.stop();
   await parts.dispatcher?.stop();
+  await parts.deliverability?.stop();
   await parts.webhookSender?.stop();
   await parts.retention?.stop();
   // Last of the workers: it marks this one stopped, so what it still holds is taken over at once.
@@ -142,6 +146,7 @@ export async function startMailroom(
     const deps: AppDeps = {
       db: database.db, dbKind: database.kind, config, log, tokens, keyVault, signals: new Signals(),
       metrics: new Metrics({ queue: () => queueStats(database.db, new Date()), poolInUse: database.inUse }),
+      clock: () => new Date(),
       rateLimiter: teamRateLimiter({ db: database.db, dbKind: database.kind, log }),
       recentKeys,
       recentSenders: newRecentSenders(),
@@ -149,7 +154,9 @@ export async function startMailroom(
       refreshContactStatistics: contactStatisticsRefresher(database.db, log),
     };
     // Made before the port opens, so /health can ask the relay from the first request on.
-    const transport = config.role === 'api' ? null : measuredTransport(options.transport ?? createTransport(config), deps.metrics);
+    const outcomes = new DeliveryOutcomes(deps.metrics);
+    const made = config.role === 'api' ? null : (options.transport ?? createTransport(config, { onOutcome: outcomes.count }));
+    const transport = made && measuredTransport(made, deps.metrics);
     const http = (parts.http = await startHttpServer(deps, { api: config.role !== 'worker', relay: transport }));
     log.info('listening', { url: http.url, database: database.kind, role: config.role });
     if (config.role !== 'worker') parts.submission = await startSubmission(deps);
@@ -165,6 +172,11 @@ export async function startMailroom(
       parts.domainWorker = startDomainWorker(deps, { claims });
       const campaigns = new CampaignRenderer(database.db, config, tokens);
       parts.dispatcher = startDispatcher(deps, { transport, campaigns, claims });
+      if (made?.name === 'direct') {
+        const destinations = (made as DirectTransport).destinations;
+        deps.metrics.watchDirectQueues(destinations);
+        parts.deliverability = startDeliverabilityReporter(deps, { outcomes, destinations, workerId: claims.id });
+      }
       parts.releaser = startReleaser(deps);
       parts.webhookSender = startWebhookSender(deps, { claims });
       parts.retention = startRetention(deps);

@@ -106,4 +106,25 @@ describe('AnswerCache', () => {
     cache.get('b', load('b'));
     expect(loaded).toEqual(['a', 'b', 'c', 'b']);
   });
+
+  it('an answer that names its own lifetime (a DNS TTL) is fresh for that long, whatever ttlMs says', async () => {
+    vi.useFakeTimers();
+    const cache = new AnswerCache<string, Promise<{ ttlMs: number }>>({ maxEntries: 10, ttlMs: 60_000, ttlOf: (answer) => answer.ttlMs });
+    let loads = 0;
+    const load = (ttlMs: number) => () => {
+      loads++;
+      return Promise.resolve({ ttlMs });
+    };
+    await cache.get('short', load(5_000));
+    await cache.get('long', load(120_000));
+    vi.advanceTimersByTime(4_999);
+    await cache.get('short', load(5_000));
+    expect(loads).toBe(2);
+    vi.advanceTimersByTime(1);
+    await cache.get('short', load(5_000));
+    expect(loads).toBe(3);
+    vi.advanceTimersByTime(100_000);
+    await cache.get('long', load(120_000));
+    expect(loads).toBe(3);
+  });
 });

@@ -18,9 +18,11 @@ export type AnswerCacheOptions<V> = {
   ttlMs?: number;
   /** Whether an answer is worth keeping (a key found, a domain verified); a promise is judged by what it resolves to. */
   keep?: (value: Awaited<V>) => boolean;
+  /** How long this answer stays fresh (a DNS answer's TTL), instead of `ttlMs`; a promise's once it resolves. */
+  ttlOf?: (value: Awaited<V>) => number;
 };
 
-type Entry<V> = { value: V; at: number };
+type Entry<V> = { value: V; at: number; ttlMs?: number };
 
 /**
  * The process's one cache: answers by key, each loaded once and reused while fresh. An answer that
@@ -36,25 +38,25 @@ export class AnswerCache<K, V> {
   get(key: K, load: () => V): V {
     const hit = this.entries.get(key);
     this.entries.delete(key);
-    if (hit && (this.options.ttlMs === undefined || Date.now() - hit.at < this.options.ttlMs)) {
+    const ttlMs = hit?.ttlMs ?? this.options.ttlMs;
+    if (hit && (ttlMs === undefined || Date.now() - hit.at < ttlMs)) {
       // Put back last: the Map's order is then the order of use, its first key the least used.
       this.entries.set(key, hit);
       return hit.value;
     }
-    const entry = { value: load(), at: Date.now() };
+    const entry: Entry<V> = { value: load(), at: Date.now() };
     this.entries.set(key, entry);
     if (this.entries.size > this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     const drop = () => {
       if (this.entries.get(key) === entry) this.entries.delete(key);
     };
-    const { keep } = this.options;
-    if (entry.value instanceof Promise) {
-      (entry.value as Promise<Awaited<V>>).then((value) => {
-        if (keep && !keep(value)) drop();
-      }, drop);
-    } else if (keep && !keep(entry.value as Awaited<V>)) {
-      drop();
-    }
+    const { keep, ttlOf } = this.options;
+    const settle = (value: Awaited<V>) => {
+      if (ttlOf) entry.ttlMs = ttlOf(value);
+      if (keep && !keep(value)) drop();
+    };
+    if (entry.value instanceof Promise) (entry.value as Promise<Awaited<V>>).then(settle, drop);
+    else settle(entry.value as Awaited<V>);
     return entry.value;
   }
 

@@ -27,7 +27,7 @@ afterAll(async () => {
 const DOMAIN_FIELDS = [
   'id', 'name', 'teamId', 'status', 'sandbox', 'region', 'clickTracking', 'openTracking', 'publicKey', 'dkimStatus', 'spfDetails',
   'dmarcAdded', 'isVerifying', 'errorMessage', 'subdomain', 'verificationError', 'lastCheckedTime', 'createdAt',
-  'updatedAt', 'dnsRecords', 'warnings',
+  'updatedAt', 'dnsRecords', 'warnings', 'ipPool', 'warmup',
 ];
 
 const domainCount = async (team: number) =>
@@ -42,7 +42,8 @@ describe('domains', () => {
     expect(domain).toMatchObject({
       name: 'acme.test', teamId, status: 'NOT_STARTED', sandbox: false, region: 'eu-west-1', clickTracking: false, openTracking: false,
       dkimStatus: 'NOT_STARTED', spfDetails: 'NOT_STARTED', dmarcAdded: false, isVerifying: false, errorMessage: null,
-      subdomain: null, verificationError: null, lastCheckedTime: null,
+      subdomain: null, verificationError: null, lastCheckedTime: null, ipPool: 'default',
+      warmup: { enabled: false, day: null, limitToday: null, sentToday: null, dailyLimits: null },
     });
     expect(Number.isInteger(domain.id)).toBe(true);
     expect(domain.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);

@@ -43,6 +43,16 @@ export const domainSchema = z.object({
       recommended: z.boolean(),
     }),
   ),
+  ipPool: z.string().describe('The IP pool (IP_POOLS) its mail leaves from under direct delivery (SMTP_URL=direct); `default` unless set'),
+  warmup: z
+    .object({
+      enabled: z.boolean(),
+      day: z.number().int().nullable().describe('The day of warm-up today is, the first being 1'),
+      limitToday: z.number().int().nullable().describe("Today's cap on attempts; null once the ramp is over (or warm-up is off)"),
+      sentToday: z.number().int().nullable().describe('Attempts made today'),
+      dailyLimits: z.array(z.number().int()).nullable().describe('The caps given, day by day; null: 50, doubling each day until past 100,000'),
+    })
+    .describe('A daily cap on the domain\'s mail while receivers learn to trust it; mail past the cap waits for the next UTC day, transactional mail first'),
   warnings: z
     .array(z.string())
     .describe(
@@ -90,10 +100,23 @@ export const domainRoutes = [
     method: 'patch',
     path: '/domains/{id}',
     tag: TAG,
-    summary: 'Turn open and click tracking on or off',
-    description: SCOPE_NOTE,
+    summary: 'Change tracking, IP pool or warm-up',
+    description:
+      'Open and click tracking; `ipPool`, one of the pools this server has (IP_POOLS; an unknown one is 400); `warmup`: ' +
+      '`{ "enabled": true }` starts the ramp today (50, doubling each day, off past 100,000), `dailyLimits` gives the caps ' +
+      `day by day instead, \`{ "enabled": false }\` ends it. ${SCOPE_NOTE}`,
     params: domainParams,
-    body: z.object({ openTracking: z.boolean().optional(), clickTracking: z.boolean().optional() }),
+    body: z.object({
+      openTracking: z.boolean().optional(),
+      clickTracking: z.boolean().optional(),
+      ipPool: z.string().min(1).max(64).optional(),
+      warmup: z
+        .object({
+          enabled: z.boolean(),
+          dailyLimits: z.array(z.number().int().min(0).max(100_000_000)).min(1).max(365).optional(),
+        })
+        .optional(),
+    }),
     response: domainSchema,
     handler: ({ deps, auth, params, body }) => service.updateDomain(deps, auth, { ...params, ...body }),
   }),

@@ -3,10 +3,11 @@ import { analyticsRoutes } from './analytics.js';
 import { campaignRoutes } from './campaigns.js';
 import { contactBookRoutes } from './contact-books.js';
 import { contactRoutes } from './contacts.js';
+import { deliverabilityRoutes } from './deliverability.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { suppressionRoutes } from './suppressions.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
 
-export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...deliverabilityRoutes, ...domainRoutes, ...emailRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];

@@ -4,13 +4,16 @@ import type { DomainStatus, DomainsTable } from '../db/schema.js';
 import { claimIsFree } from './workers.js';
 
 // Everything a response may show: never the private key, never the worker's lease.
-const PUBLIC_COLUMNS = [
+const COLUMNS = [
   'id', 'team_id', 'name', 'region', 'status', 'subdomain', 'dkim_selector', 'dkim_public_key',
   'click_tracking', 'open_tracking', 'dkim_status', 'spf_status', 'mx_status', 'dmarc_status', 'is_verifying',
-  'last_checked_at', 'verification_error', 'error_message', 'created_at', 'updated_at',
+  'last_checked_at', 'verification_error', 'error_message', 'created_at', 'updated_at', 'ip_pool', 'warmup_daily_limits',
 ] as const;
+// A date read as its text (YYYY-MM-DD): the two database clients would make different Dates of it.
+const WARMUP_STARTED_ON = sql<string | null>`to_char(warmup_started_on, 'YYYY-MM-DD')`.as('warmup_started_on');
+const PUBLIC_COLUMNS = [...COLUMNS, WARMUP_STARTED_ON] as const;
 
-export type DomainRow = Pick<Selectable<DomainsTable>, (typeof PUBLIC_COLUMNS)[number]>;
+export type DomainRow = Pick<Selectable<DomainsTable>, (typeof COLUMNS)[number]> & { warmup_started_on: string | null };
 
 const CLAIMED_COLUMNS = [
   'id', 'team_id', 'name', 'subdomain', 'dkim_selector', 'dkim_public_key', 'status',
@@ -96,15 +99,27 @@ export async function findDomain(db: Db, teamId: number, id: number, forUpdate =
   return query.executeTakeFirst();
 }
 
-export async function updateTracking(
-  db: Db,
-  teamId: number,
-  id: number,
-  fields: { openTracking?: boolean; clickTracking?: boolean },
-): Promise<DomainRow | undefined> {
+/** What PATCH /v1/domains/{id} may change; `warmup` null turns warm-up off. */
+export type DomainChanges = {
+  openTracking?: boolean;
+  clickTracking?: boolean;
+  ipPool?: string;
+  warmup?: { startedOn: string; dailyLimits: number[] | null } | null;
+};
+
+export async function updateDomainSettings(db: Db, teamId: number, id: number, fields: DomainChanges): Promise<DomainRow | undefined> {
   return db
     .updateTable('domains')
-    .set({ open_tracking: fields.openTracking, click_tracking: fields.clickTracking, updated_at: new Date() })
+    .set({
+      open_tracking: fields.openTracking,
+      click_tracking: fields.clickTracking,
+      ip_pool: fields.ipPool,
+      ...(fields.warmup !== undefined && {
+        warmup_started_on: fields.warmup?.startedOn ?? null,
+        warmup_daily_limits: fields.warmup?.dailyLimits ?? null,
+      }),
+      updated_at: new Date(),
+    })
     .where('team_id', '=', teamId)
     .where('id', '=', id)
     .returning(PUBLIC_COLUMNS)
@@ -218,11 +233,11 @@ export async function recordCheck(db: Db, id: number, claimToken: string, outcom
     .executeTakeFirst();
 }
 
-/** What sending needs of a domain: its signing key and tracking settings. */
+/** What sending needs of a domain: its signing key, tracking settings, IP pool and warm-up. */
 export async function findSendingDomain(db: Db, teamId: number, id: number) {
   return db
     .selectFrom('domains')
-    .select(['name', 'dkim_selector', 'dkim_private_key', 'open_tracking', 'click_tracking'])
+    .select(['name', 'dkim_selector', 'dkim_private_key', 'open_tracking', 'click_tracking', 'ip_pool', 'warmup_daily_limits', WARMUP_STARTED_ON])
     .where('team_id', '=', teamId)
     .where('id', '=', id)
     .executeTakeFirst();

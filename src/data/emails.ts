@@ -164,7 +164,7 @@ export async function changeSchedule(
 export const CLAIMED_COLUMNS = [
   'team_id', 'id', 'domain_id', 'from_address', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to_addresses',
   'subject', 'html', 'text', 'headers', 'attachments', 'message_id', 'attempts', 'scheduled_at', 'created_at',
-  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'template_id', 'claimed_by',
+  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'template_id', 'claimed_by', 'pending_recipients',
 ] as const;
 export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 
@@ -208,14 +208,28 @@ export const suppressionKey = (teamId: number, email: string) => `${teamId}:${em
  * What an attempt leaves to do: the claim it was made under, when to try again (null: nothing left
  * to send), how many tries so far, and the status its events move the email to (statusAfter; null: none).
  */
-export type ClaimRelease = { teamId: number; id: string; claimedBy: string; sendAt: Date | null; attempts: number; status: EmailStatus | null };
+export type ClaimRelease = {
+  teamId: number;
+  id: string;
+  claimedBy: string;
+  sendAt: Date | null;
+  attempts: number;
+  status: EmailStatus | null;
+  /**
+   * The recipients the next attempt goes to (null: all), and the destination they are routed to;
+   * both left as they are when undefined (an attempt not made).
+   */
+  pendingRecipients?: string[] | null;
+  destination?: string | null;
+};
 
 /** The rows of `releases` as a relation `v` (jsonb_to_recordset). */
 function releaseRows(releases: ClaimRelease[]) {
   const rows = releases.map((r) => ({
     team_id: r.teamId, id: r.id, claimed_by: r.claimedBy, send_at: r.sendAt?.toISOString() ?? null, attempts: r.attempts, status: r.status,
+    keep_routing: r.pendingRecipients === undefined, pending: r.pendingRecipients ?? null, destination: r.destination ?? null,
   }));
-  return sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(team_id integer, id text, claimed_by text, send_at timestamptz, attempts integer, status text)`;
+  return sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(team_id integer, id text, claimed_by text, send_at timestamptz, attempts integer, status text, keep_routing boolean, pending text[], destination text)`;
 }
 
 /**
@@ -227,6 +241,8 @@ function releaseRows(releases: ClaimRelease[]) {
 const releaseUpdate = (now: Date, ranks: StatusRanks, returning: RawBuilder<unknown>) => sql`
     UPDATE emails e
     SET send_at = v.send_at, attempts = v.attempts, claimed_by = NULL, lease_until = NULL, updated_at = ${now},
+      pending_recipients = CASE WHEN v.keep_routing THEN e.pending_recipients ELSE v.pending END,
+      destination = CASE WHEN v.keep_routing THEN e.destination ELSE v.destination END,
       status = CASE WHEN v.status IS NOT NULL AND ${rankSql(sql.ref('v.status'), ranks)} >= ${rankSql(sql.ref('e.status'), ranks)} THEN v.status ELSE e.status END
     FROM v
     WHERE e.team_id = v.team_id AND e.id = v.id AND e.claimed_by = v.claimed_by

@@ -47,6 +47,40 @@ export interface DomainsTable {
   check_attempts: Generated<number>;
   claim_token: Optional<string>;
   claimed_until: Optional<Date>;
+  /** The IP pool (IP_POOLS) its mail leaves from under direct delivery. */
+  ip_pool: Generated<string>;
+  /** Warm-up: the UTC day it began (day 1); null: no warm-up. */
+  warmup_started_on: Optional<string>;
+  /** Warm-up caps per day given explicitly; null: the ramp. */
+  warmup_daily_limits: Optional<number[]>;
+}
+
+export interface DomainWarmupDaysTable {
+  team_id: number;
+  domain_id: number;
+  /** A UTC day, YYYY-MM-DD. */
+  day: string;
+  sent: Generated<number>;
+}
+
+export interface DeliveryStatsTable {
+  team_id: number;
+  destination: string;
+  minute: Date;
+  delivered: Generated<number>;
+  deferred: Generated<number>;
+  bounced: Generated<number>;
+}
+
+export interface DestinationStatesTable {
+  worker_id: string;
+  team_id: number;
+  destination: string;
+  queued: number;
+  in_flight: number;
+  connection_limit: number;
+  paused_until: Date | null;
+  updated_at: Date;
 }
 
 export interface ApiKeysTable {
@@ -130,6 +164,10 @@ export interface EmailsTable {
   template_id: Optional<string>;
   /** When retention dropped html, text and attachments (RETENTION_DAYS after it was sent). */
   body_dropped_at: Optional<Date>;
+  /** The recipients an attempt left unsettled, the only ones the next attempt goes to; null: all. */
+  pending_recipients: Optional<string[]>;
+  /** The destination its waiting mail is routed to (direct delivery). */
+  destination: Optional<string>;
 }
 
 export interface TemplatesTable {
@@ -298,4 +336,7 @@ export interface Database {
   webhook_calls: WebhookCallsTable;
   users: UsersTable;
   sessions: SessionsTable;
+  domain_warmup_days: DomainWarmupDaysTable;
+  delivery_stats: DeliveryStatsTable;
+  destination_states: DestinationStatesTable;
 }

@@ -33,6 +33,7 @@ export class Metrics {
   private readonly smtpDuration = this.histogram('mailroom_smtp_send_duration_seconds', 'Time to hand one message to the relay, whatever it answered', SLOW_SECONDS);
   private readonly smtpReplies = this.counter('mailroom_smtp_replies_total', "The relay's answers to hand-overs, by reply class (2xx, 4xx, 5xx; error: no reply)", ['class']);
   private readonly webhookCalls = this.counter('mailroom_webhook_calls_total', 'Webhook call attempts recorded, by outcome (delivered, retry, failed, gone)', ['outcome']);
+  private readonly directOutcomes = this.counter('mailroom_direct_deliveries_total', "Recipients' outcomes under direct delivery, by destination and result (delivered, deferred, bounced)", ['destination', 'result']);
   private readonly releaseDuration = this.histogram('mailroom_release_batch_seconds', 'Time to release one campaign batch (claim, insert its emails, move the cursor, commit)', SLOW_SECONDS);
 
   constructor(private readonly sources: MetricSources) {
@@ -65,6 +66,24 @@ export class Metrics {
   smtpReply(code: number | null, seconds: number): void {
     this.smtpDuration.observe(seconds);
     this.smtpReplies.inc({ class: code === null ? 'error' : `${Math.floor(code / 100)}xx` });
+  }
+
+  directDeliveries(destination: string, result: string, count: number): void {
+    if (count > 0) this.directOutcomes.inc({ destination, result }, count);
+  }
+
+  /** Reads each destination's queue when scraped: attempts waiting in this process for a connection. */
+  watchDirectQueues(read: () => Array<{ name: string; queued: number }>): void {
+    const gauge: Gauge<'destination'> = new Gauge({
+      name: 'mailroom_direct_queue',
+      help: 'Attempts waiting in this process for a connection to their destination (direct delivery)',
+      labelNames: ['destination'],
+      registers: this.registers,
+      collect: () => {
+        gauge.reset();
+        for (const destination of read()) gauge.set({ destination: destination.name }, destination.queued);
+      },
+    });
   }
 
   webhookCall(outcome: string): void {

@@ -62,7 +62,7 @@ export type Composed = { message: OutgoingEmail; envelope: Envelope; skipped: st
 /**
  * The message a claimed email becomes: the campaign's rendered mail or the row's own, with its
  * confirmation link, tracking and feedback tag, addressed from the email's tagged VERP return path
- * to every recipient that is not suppressed.
+ * to every recipient still owed that is not suppressed.
  */
 export function compose(
   deps: ComposeDeps,
@@ -75,8 +75,11 @@ export function compose(
   const content = withTracking(deps, campaignMessage ?? withConfirmationLink(deps, outgoingEmail(email), email), email, domain);
   const message = { ...content, headers: { ...content.headers, [FEEDBACK_TAG_HEADER]: feedbackTagValue(tagged) } };
   const all = envelopeOf(message, bounceAddress(tagged, domain.signer.domain, deps.config.returnPathSubdomain));
-  const skipped = all.to.filter(isSuppressed);
-  return { message, envelope: { from: all.from, to: all.to.filter((address) => !skipped.includes(address)) }, skipped };
+  // After an attempt that settled some recipients, only those still owed are sent to.
+  const owed = email.pending_recipients && new Set(email.pending_recipients.map((address) => address.toLowerCase()));
+  const recipients = owed ? all.to.filter((address) => owed.has(address.toLowerCase())) : all.to;
+  const skipped = recipients.filter(isSuppressed);
+  return { message, envelope: { from: all.from, to: recipients.filter((address) => !skipped.includes(address)) }, skipped };
 }
 
 /** The message on the wire: built, then DKIM-signed with the domain's key. */

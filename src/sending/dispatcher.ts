@@ -5,33 +5,41 @@ import type { Deps } from '../deps.js';
 import { KeyVaultError } from '../domains/key-vault.js';
 import { addressOf } from '../mail/address.js';
 import { compose, signedMessage, type CampaignComposer, type CampaignMail } from './compose.js';
-import { DomainSettingsCache } from './domain-settings.js';
+import { giveBackWarmupSlot, takeWarmupSlot } from '../data/warmup.js';
+import { DomainSettingsCache, type DomainSettings } from './domain-settings.js';
 import { sandboxRefusal } from './sandbox.js';
 import { finalOutcome, heldOutcome, outcomeOf, recordOutcomes, releasedOutcome, type Outcome } from './outcomes.js';
 import type { Transport } from './transports/index.js';
+import { dailyLimit, nextUtcDay, utcDay, warmupDay } from './warmup.js';
 import { startWorkerLoop } from '../workers/loop.js';
 import { ownClaims, type Claims } from '../workers/registry.js';
 
-export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault' | 'metrics'>;
+export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'tokens' | 'signals' | 'keyVault' | 'metrics' | 'clock'>;
 export type Dispatcher = { stop(): Promise<void> };
 
 // Outcomes are written in chunks of this many as they come, joined with other batches' chunks
 // (GroupedWrites), with up to two writes under way: one being written while the next gathers.
 const OUTCOME_CHUNK = 250;
 const OUTCOME_WRITES_IN_FLIGHT = 2;
+const CAMPAIGN_AFTER_MS = 60_000;
 
 /**
  * Claims due emails in batches under a lease, composes, signs and hands each to the transport, and
- * records the outcomes as the relay answers, in chunks. Up to DISPATCH_CONCURRENCY batches are in
- * flight. What a crash can send twice is mail the relay took whose outcome was not yet written: at
- * most the batches in flight, and usually a chunk or two of each; claimed mail not yet sent waits
- * for its lease and then goes once. Campaign mail is rendered by the composer it is given.
+ * records the outcomes as the relay answers, in chunks. Up to DISPATCH_BATCH_SIZE ×
+ * DISPATCH_CONCURRENCY emails are in flight: a batch makes room as each of its emails is done, so
+ * one slow email (a slow destination, under direct delivery) holds back only its own place. What a
+ * crash can send twice is mail the relay took whose outcome was not yet written: at most the mail
+ * in flight, and usually a chunk or two of each batch; claimed mail not yet sent waits for its
+ * lease and then goes once. Campaign mail is rendered by the composer it is given. A warming-up
+ * domain's mail past its daily cap waits for the next UTC day.
  */
 export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transport; campaigns: CampaignComposer; claims?: Claims }): Dispatcher {
   const { db, config, log } = deps;
   const { transport, campaigns, claims = ownClaims() } = parts;
   const domains = new DomainSettingsCache(deps);
   const totals = { claimed: 0, sent: 0, written: 0 };
+  const capacity = config.dispatchBatchSize * config.dispatchConcurrency;
+  let inFlight = 0;
   const outcomeWrites = new GroupedWrites<Outcome>(
     async (outcomes) => {
       totals.written += await recordOutcomes(deps, outcomes, () => loop.stopping.aborted);
@@ -57,14 +65,39 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     if (composed.envelope.to.length === 0) {
       return finalOutcome(email, 'SUPPRESSED', { recipients: composed.skipped, reason: 'every recipient is on the suppression list' });
     }
+    const warmupSlot = await takeWarmup(email, domain);
+    if (warmupSlot === 'over the cap') return releasedOutcome(email, nextDayFor(email));
     const message = await signedMessage(composed, domain, new Date());
     // A stop lets the messages already with the relay finish and gives the rest back, so a drain
     // takes one SMTP exchange, not a whole batch.
-    if (loop.stopping.aborted) return releasedOutcome(email, new Date());
-    const result = await transport.send(email.id, message, composed.envelope);
+    if (loop.stopping.aborted) {
+      await warmupSlot?.giveBack();
+      return releasedOutcome(email, new Date());
+    }
+    const context = { teamId: email.team_id, pool: domain.ipPool, deadline: leaseUntil.getTime() - config.dispatchLeaseMs / 4 };
+    const result = await transport.send(email.id, message, composed.envelope, context);
     if (result.kind === 'sent') totals.sent++;
+    // Nothing was tried (a paused destination): the attempt it took of today's cap is not spent.
+    if (result.kind === 'recipients' && result.results.every((r) => r.status === 'postponed')) await warmupSlot?.giveBack();
     return outcomeOf(email, result, composed.skipped, new Date(), config);
   };
+
+  /**
+   * One of today's attempts of a warming-up domain, or 'over the cap' when they are all taken; null
+   * when the domain has no cap today.
+   */
+  const takeWarmup = async (email: ClaimedEmail, domain: DomainSettings) => {
+    if (!domain.warmup || email.domain_id === null) return null;
+    const today = utcDay(deps.clock());
+    const cap = dailyLimit(warmupDay(domain.warmup.startedOn, today), domain.warmup.dailyLimits);
+    if (cap === null) return null;
+    const key = { teamId: email.team_id, domainId: email.domain_id, day: today };
+    if (!(await takeWarmupSlot(db, key, cap))) return 'over the cap' as const;
+    return { giveBack: () => giveBackWarmupSlot(db, key) };
+  };
+
+  // Mail past the cap goes the next UTC day, transactional mail first: campaign mail a minute later.
+  const nextDayFor = (email: ClaimedEmail) => new Date(nextUtcDay(deps.clock()).getTime() + (email.campaign_id === null ? 0 : CAMPAIGN_AFTER_MS));
 
   /**
    * An attempt that threw. A key this SECRET cannot decrypt is an operator's mistake that a restart
@@ -80,7 +113,8 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
   };
 
-  const processBatch = async (leaseUntil: Date, batch: ClaimedEmail[]) => {
+  /** Sends a claimed batch, telling `emailDone` as each email's outcome is in hand. */
+  const processBatch = async (leaseUntil: Date, batch: ClaimedEmail[], emailDone: () => void) => {
     const recipients = batch.flatMap((email) =>
       [...email.to_addresses, ...email.cc_addresses, ...email.bcc_addresses].map((mailbox) => ({ teamId: email.team_id, email: addressOf(mailbox).toLowerCase() })),
     );
@@ -100,6 +134,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
         const outcome = await send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => attemptFailed(email, error));
         if (outcome) pending.push(outcome);
         if (pending.length >= OUTCOME_CHUNK) flush();
+        emailDone();
       }),
     );
     flush();
@@ -107,29 +142,49 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     log.debug('batch dispatched', { claimed: batch.length });
   };
 
+  /** Emails done: once half a batch of room is free, claiming goes on without waiting for the batch. */
+  let roomSinceWake = 0;
+  const madeRoom = (emailsDone: number) => {
+    inFlight -= emailsDone;
+    roomSinceWake += emailsDone;
+    if (roomSinceWake >= config.dispatchBatchSize / 2) {
+      roomSinceWake = 0;
+      loop.wake();
+    }
+  };
+
   const claimOnce = async (): Promise<boolean> => {
     const now = new Date();
     const token = claims.token();
     const leaseUntil = new Date(now.getTime() + config.dispatchLeaseMs);
-    const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit: config.dispatchBatchSize, silent: claims.silent() });
+    const limit = Math.min(config.dispatchBatchSize, capacity - inFlight);
+    const batch = await emails.claimDueEmails(db, { now, leaseUntil, token, limit, silent: claims.silent() });
     if (batch.length === 0) return false;
     totals.claimed += batch.length;
+    inFlight += batch.length;
     if (loop.busy === 0) deps.signals.emit('dispatching', true);
-    const work = processBatch(leaseUntil, batch).catch((error: unknown) =>
-      log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length }),
-    );
+    let accounted = 0;
+    const emailDone = () => {
+      accounted++;
+      madeRoom(1);
+    };
+    const work = processBatch(leaseUntil, batch, emailDone).catch((error: unknown) => {
+      log.error('batch failed; its emails are retried when their lease runs out', { error, claimed: batch.length });
+      // What a failed batch had not counted as done is done with all the same.
+      madeRoom(batch.length - accounted);
+    });
     // A finished batch makes room: claiming goes on at once.
     void loop.track(work).then(() => {
       if (loop.busy === 0) deps.signals.emit('dispatching', false);
       loop.wake();
     });
-    return batch.length === config.dispatchBatchSize;
+    return batch.length === limit;
   };
 
   /** Claims while there is room and due mail; then a wake-up, a finished batch or the poll brings the next pass. */
   const loop = startWorkerLoop({
     pass: async (stopping) => {
-      while (!stopping.aborted && loop.busy < config.dispatchConcurrency && (await claimOnce()));
+      while (!stopping.aborted && capacity - inFlight > 0 && (await claimOnce()));
     },
     pollMs: config.dispatchPollMs,
     onError: (error) => log.error('claiming due emails failed', { error }),

@@ -3,8 +3,17 @@ import type { Deps } from '../deps.js';
 import { DkimSigner } from '../domains/dkim.js';
 import { AnswerCache } from '../reuse-for.js';
 
-/** What sending needs of a domain: its signer, and whether its mail is tracked. */
-export type DomainSettings = { signer: DkimSigner; openTracking: boolean; clickTracking: boolean };
+/**
+ * What sending needs of a domain: its signer, whether its mail is tracked, the IP pool it leaves
+ * from (direct delivery), and its warm-up (null: none).
+ */
+export type DomainSettings = {
+  signer: DkimSigner;
+  openTracking: boolean;
+  clickTracking: boolean;
+  ipPool: string;
+  warmup: { startedOn: string; dailyLimits: number[] | null } | null;
+};
 
 export type DomainSettingsDeps = Pick<Deps, 'db' | 'keyVault'>;
 
@@ -16,7 +25,13 @@ export async function loadDomainSettings(deps: DomainSettingsDeps, teamId: numbe
   const row = await findSendingDomain(deps.db, teamId, domainId);
   if (!row) return null;
   const key = deps.keyVault.open(row.dkim_private_key, row.name);
-  return { signer: new DkimSigner(row.name, row.dkim_selector, key), openTracking: row.open_tracking, clickTracking: row.click_tracking };
+  return {
+    signer: new DkimSigner(row.name, row.dkim_selector, key),
+    openTracking: row.open_tracking,
+    clickTracking: row.click_tracking,
+    ipPool: row.ip_pool,
+    warmup: row.warmup_started_on === null ? null : { startedOn: row.warmup_started_on, dailyLimits: row.warmup_daily_limits },
+  };
 }
 
 // A domain's key and tracking settings are read once per this long: a change made through another

@@ -13,12 +13,14 @@ import { isSandbox } from '../sending/sandbox.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, assertTeamWide, type Caller } from './caller.js';
 import { sandboxDomain } from './sandbox-domain.js';
+import { warmupSentOn } from '../data/warmup.js';
+import { utcDay, warmupState, type WarmupState } from '../sending/warmup.js';
 
-export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault' | 'recentKeys' | 'recentSenders'>;
+export type DomainDeps = Pick<Deps, 'db' | 'config' | 'signals' | 'keyVault' | 'recentKeys' | 'recentSenders' | 'clock'>;
 
 export type Domain = ReturnType<typeof toDomain>;
 
-export function toDomain(row: DomainRow, config: Config) {
+function toDomain(row: DomainRow, config: Config, warmup: WarmupState) {
   const statuses: Record<RecordKind, DomainRow['status']> = {
     dkim: row.dkim_status, spf: row.spf_status, mx: row.mx_status, dmarc: row.dmarc_status,
   };
@@ -57,10 +59,24 @@ export function toDomain(row: DomainRow, config: Config) {
       status: statuses[record.kind],
       recommended: record.recommended,
     })),
+    ipPool: row.ip_pool,
+    warmup,
     // The sandbox's mail never leaves, so nothing about reaching the world concerns it.
     warnings: sandbox ? [] : domainWarnings(config),
   };
 }
+
+/** The domains as the API shows them, each warming-up one with what it has sent today. */
+async function presented(deps: Pick<DomainDeps, 'db' | 'config' | 'clock'>, rows: DomainRow[]): Promise<Domain[]> {
+  const today = utcDay(deps.clock());
+  const warming = rows.filter((row) => row.warmup_started_on !== null);
+  const sent = warming.length === 0 ? new Map<number, number>() : await warmupSentOn(deps.db, warming[0]!.team_id, warming.map((row) => row.id), today);
+  return rows.map((row) =>
+    toDomain(row, deps.config, warmupState({ startedOn: row.warmup_started_on, dailyLimits: row.warmup_daily_limits }, today, sent.get(row.id) ?? 0)),
+  );
+}
+
+const presentedOne = async (deps: Pick<DomainDeps, 'db' | 'config' | 'clock'>, row: DomainRow) => (await presented(deps, [row]))[0]!;
 
 const MAX_DOMAIN_ID = 2_147_483_647;
 const MAX_HOST_LENGTH = 253;
@@ -131,7 +147,7 @@ export async function createDomain(deps: DomainDeps, caller: Caller, input: { na
   });
   if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);
   if (deps.config.autoVerify) deps.signals.emit('domainCheckDue', row.id);
-  return toDomain(row, deps.config);
+  return presentedOne(deps, row);
 }
 
 /** The team's own domains, newest first, then its sandbox domain (made here when the team first looks). */
@@ -140,30 +156,48 @@ export async function listDomains(deps: DomainDeps, caller: Caller) {
   // A key scoped to another domain sees that one only.
   const sandbox = rows.find((row) => isSandbox(row.name)) ?? (caller.domainId === null ? await sandboxDomain(deps, caller.teamId) : undefined);
   const listed = [...rows.filter((row) => row !== sandbox), ...(sandbox ? [sandbox] : [])];
-  return listed.map((row) => toDomain(row, deps.config));
+  return presented(deps, listed);
 }
 
 export async function getDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {
   const row = await domains.findDomain(deps.db, caller.teamId, domainIdFor(caller, rawId));
   if (!row) throw notFound('Domain');
-  return toDomain(row, deps.config);
+  return presentedOne(deps, row);
 }
 
-export async function updateDomain(
-  deps: DomainDeps,
-  caller: Caller,
-  { id: rawId, ...input }: { id: string; openTracking?: boolean; clickTracking?: boolean },
-) {
+/** What PATCH /v1/domains/{id} takes. */
+export type DomainUpdate = {
+  openTracking?: boolean;
+  clickTracking?: boolean;
+  ipPool?: string;
+  warmup?: { enabled: boolean; dailyLimits?: number[] };
+};
+
+export async function updateDomain(deps: DomainDeps, caller: Caller, { id: rawId, ...input }: { id: string } & DomainUpdate) {
   const id = domainIdFor(caller, rawId);
+  const pools = ['default', ...Object.keys(deps.config.ipPools).filter((name) => name !== 'default')];
+  if (input.ipPool !== undefined && !pools.includes(input.ipPool)) {
+    throw validationError([{ path: 'ipPool', message: `must be one of the IP pools this server has (IP_POOLS): ${pools.join(', ')}` }]);
+  }
   const row = await deps.db.transaction().execute(async (tx) => {
     const before = await domains.findDomain(tx, caller.teamId, id, true);
     if (!before) throw notFound('Domain');
-    const after = (await domains.updateTracking(tx, caller.teamId, id, input))!;
+    const { warmup, ...settings } = input;
+    const after = (await domains.updateDomainSettings(tx, caller.teamId, id, { ...settings, warmup: warmup && warmupChange(before, warmup, utcDay(deps.clock())) }))!;
     await reportDomainChange(tx, before, after, after.updated_at);
     return after;
   });
   deps.signals.emit('domainChanged', row.id);
-  return toDomain(row, deps.config);
+  return presentedOne(deps, row);
+}
+
+/**
+ * Turning warm-up on starts it today (day 1), unless it is on already: then only the limits
+ * change, and the ramp goes on from the day it had reached. Off forgets both.
+ */
+function warmupChange(before: DomainRow, warmup: NonNullable<DomainUpdate['warmup']>, today: string) {
+  if (!warmup.enabled) return null;
+  return { startedOn: before.warmup_started_on ?? today, dailyLimits: warmup.dailyLimits ?? (before.warmup_started_on ? before.warmup_daily_limits : null) };
 }
 
 export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId }: { id: string }) {

@@ -3,11 +3,16 @@ import type { AddressInfo, Socket } from 'node:net';
 import { Resolver } from 'node:dns/promises';
 import { Packet, TCPServer, UDPServer } from 'dns2';
 
-export type ZoneRecord =
+export type ZoneRecord = {
+  /** Seconds a resolver may keep the answer: 60 unless set. */
+  ttl?: number;
+} & (
   | { type: 'TXT'; value: string }
+  /** `exchange: ''` (or `'.'`) with priority 0 is a null MX (RFC 7505): dns2 writes both as the root name. */
   | { type: 'MX'; exchange: string; priority: number }
   | { type: 'A'; address: string }
-  | { type: 'AAAA'; address: string };
+  | { type: 'AAAA'; address: string }
+);
 
 /** The parts of a Domain resource that say which records to create. */
 export type DomainRecords = {
@@ -93,8 +98,9 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     if (failure !== null) response.header.rcode = failure;
     else if (!records) response.header.rcode = RCODE.NXDOMAIN;
     else {
+      // A name that has records, none of the type asked, answers NOERROR with no answers (NODATA).
       for (const record of records) {
-        const base = { name: question!.name, class: Packet.CLASS.IN, ttl: 60 };
+        const base = { name: question!.name, class: Packet.CLASS.IN, ttl: record.ttl ?? 60 };
         if (record.type === 'TXT' && question!.type === Packet.TYPE.TXT) {
           response.answers.push({ ...base, type: Packet.TYPE.TXT, data: characterStrings(record.value) } as never);
         } else if (record.type === 'MX' && question!.type === Packet.TYPE.MX) {

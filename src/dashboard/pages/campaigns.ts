@@ -6,7 +6,7 @@ import type { AppDeps } from '../../http/deps.js';
 import { campaignTimeline, type CampaignTimeline } from '../../services/campaign-timeline.js';
 import type { toCampaign } from '../../services/campaigns.js';
 import type { toContactBook } from '../../services/contact-books.js';
-import type { toDomain } from '../../services/domains.js';
+import type { Domain } from '../../services/domains.js';
 import type { toTemplate } from '../../services/templates.js';
 import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, card, CHART_COLOURS, copyable, csrfField, done, field, formError, heading, lineChart, page, pager, progress, select, table, textArea, time, type Html } from '../layout.js';
@@ -18,7 +18,6 @@ import { mailBody, mailFrame } from './mail-content.js';
 type Campaign = ReturnType<typeof toCampaign>;
 type Template = ReturnType<typeof toTemplate>;
 type Book = ReturnType<typeof toContactBook> & { _count: { contacts: number } };
-type Domain = ReturnType<typeof toDomain>;
 type C = Context<DashboardEnv>;
 
 const STATUSES = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] as const;

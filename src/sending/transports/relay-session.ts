@@ -14,6 +14,15 @@ export class SessionFailure extends Error {
 
 type Waiter = { resolve(reply: Reply): void; reject(error: SessionFailure): void };
 
+/**
+ * How long each step may take: connecting, the greeting and each command's reply (EHLO, STARTTLS,
+ * MAIL, RCPT), the reply to DATA, and the reply after the final dot. A relay gives one timeout to
+ * all; RFC 5321 §4.5.3.2 gives an MX 5 minutes for most, 2 for DATA and 10 after the dot.
+ */
+export type SessionTimeouts = { connect: number; reply: number; dataStart: number; dataEnd: number };
+
+export const sameTimeouts = (ms: number): SessionTimeouts => ({ connect: ms, reply: ms, dataStart: ms, dataEnd: ms });
+
 const CRLF = Buffer.from('\r\n');
 const END_OF_DATA = Buffer.from('.\r\n');
 const NON_ASCII = /[^\x00-\x7f]/;
@@ -55,12 +64,13 @@ export class RelaySession {
   private extensions = new Set<string>();
   private authMechanisms = new Set<string>();
   private readonly closeCallbacks = new Set<() => void>();
+  private replyTimeout = 0;
 
-  private constructor(private readonly options: RelayOptions, private readonly timeoutMs: number) {}
+  private constructor(private readonly options: RelayOptions, readonly timeouts: SessionTimeouts) {}
 
-  /** A session ready for mail: connected, greeted, encrypted and logged in as SMTP_URL asks. */
-  static async open(options: RelayOptions, timeoutMs: number): Promise<RelaySession> {
-    const session = new RelaySession(options, timeoutMs);
+  /** A session ready for mail: connected, greeted, encrypted and logged in as the options ask. */
+  static async open(options: RelayOptions, timeouts: SessionTimeouts): Promise<RelaySession> {
+    const session = new RelaySession(options, timeouts);
     try {
       await session.connect();
       await session.handshake();
@@ -79,6 +89,11 @@ export class RelaySession {
     return this.failure !== null;
   }
 
+  /** Whether the session runs over TLS (from the first byte, or since STARTTLS). */
+  get encrypted(): boolean {
+    return this.socket instanceof tls.TLSSocket;
+  }
+
   /** Calls back once, when the session ends for any reason; answers how to stop listening. */
   onClose(callback: () => void): () => void {
     this.closeCallbacks.add(callback);
@@ -95,14 +110,34 @@ export class RelaySession {
     ];
   }
 
-  /** Writes in one go (one system call, one segment when it fits) and answers the replies owed, in order. */
-  send(chunks: Array<string | Buffer>, replies: number): Promise<Reply>[] {
-    const answers = Array.from({ length: replies }, () => this.nextReply());
+  /**
+   * Writes in one go (one system call, one segment when it fits) and answers the replies owed, in
+   * order, each within `timeoutMs` of the one before.
+   */
+  send(chunks: Array<string | Buffer>, replies: number, timeoutMs = this.timeouts.reply): Promise<Reply>[] {
+    const answers = Array.from({ length: replies }, () => this.nextReply(timeoutMs));
     if (this.failure) return answers;
     this.socket.cork();
     for (const chunk of chunks) this.socket.write(chunk);
     this.socket.uncork();
     return answers;
+  }
+
+  /**
+   * The envelope's replies: all at once with PIPELINING, else one command at a time, stopping where
+   * the server refuses (MAIL FROM refused, or no recipient taken before DATA).
+   */
+  async sendEnvelope(commands: string[]): Promise<Reply[]> {
+    if (this.pipelining) return Promise.all(this.send(commands, commands.length));
+    const replies: Reply[] = [];
+    for (const [i, command] of commands.entries()) {
+      const isData = i === commands.length - 1;
+      if (isData && !replies.slice(1).some(positive)) break;
+      const reply = await this.send([command], 1, isData ? this.timeouts.dataStart : this.timeouts.reply)[0]!;
+      replies.push(reply);
+      if (i === 0 && !positive(reply)) break;
+    }
+    return replies;
   }
 
   /** One command, its reply. */
@@ -122,12 +157,14 @@ export class RelaySession {
     this.socket?.destroy();
   }
 
-  private nextReply(): Promise<Reply> {
+  private nextReply(timeoutMs = this.timeouts.reply): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       if (this.failure) return reject(this.failure);
       this.waiters.push({ resolve, reject });
-      // The clock runs only while a reply is owed: an idle session is the pool's to time out.
-      if (this.waiters.length === 1) this.socket.setTimeout(this.timeoutMs);
+      // The clock runs only while a reply is owed, with the longest wait owed: an idle session is
+      // the pool's to time out.
+      this.replyTimeout = this.waiters.length === 1 ? timeoutMs : Math.max(this.replyTimeout, timeoutMs);
+      this.socket.setTimeout(this.replyTimeout);
     });
   }
 
@@ -140,18 +177,22 @@ export class RelaySession {
   }
 
   private connect(): Promise<void> {
-    const { host, port, secure } = this.options;
+    const { host, port, secure, localAddress } = this.options;
     return new Promise<void>((resolve, reject) => {
-      const socket = secure ? tls.connect({ host, port, ...this.tlsOptions() }) : net.connect({ host, port });
+      // tls.connect hands localAddress on to its TCP connection, though its types leave it out.
+      const socket = secure ? tls.connect({ host, port, localAddress, ...this.tlsOptions() } as tls.ConnectionOptions) : net.connect({ host, port, localAddress });
       this.attach(socket);
-      const timer = setTimeout(() => reject(new SessionFailure(`connection timeout: ${host}:${port} did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(
+        () => reject(new SessionFailure(`connection timeout: ${host}:${port} did not answer within ${this.timeouts.connect} ms`)),
+        this.timeouts.connect,
+      );
       socket.once(secure ? 'secureConnect' : 'connect', () => {
         clearTimeout(timer);
         resolve();
       });
       socket.once('error', (error) => {
         clearTimeout(timer);
-        reject(new SessionFailure(`cannot reach the relay ${host}:${port}: ${error.message}`));
+        reject(new SessionFailure(`cannot reach ${host}:${port}: ${error.message}`));
       });
     });
   }
@@ -167,7 +208,7 @@ export class RelaySession {
     socket.setNoDelay(true);
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => this.read(chunk));
-    socket.on('timeout', () => this.destroy(new SessionFailure(`timeout: the relay did not answer within ${this.timeoutMs} ms`)));
+    socket.on('timeout', () => this.destroy(new SessionFailure(`timeout: no answer within ${this.replyTimeout} ms`)));
     socket.on('error', (error) => this.fail(new SessionFailure(`connection to the relay failed: ${error.message}`)));
     socket.on('close', () => this.fail(new SessionFailure('the relay closed the connection')));
   }
@@ -238,7 +279,7 @@ export class RelaySession {
     return new Promise<void>((resolve, reject) => {
       const secured = tls.connect({ socket: plain, ...this.tlsOptions() });
       this.attach(secured);
-      secured.setTimeout(this.timeoutMs);
+      secured.setTimeout(this.timeouts.reply);
       secured.once('secureConnect', () => {
         secured.setTimeout(0);
         resolve();

@@ -17,6 +17,8 @@ export type RelayOptions = {
   auth: { user: string; pass: string } | null;
   /** What we call ourselves in EHLO. */
   clientName: string;
+  /** The source address to connect from (an IP pool's); unset: the system's choice. */
+  localAddress?: string;
 };
 
 const flag = (value: string, name: string) => {

@@ -1,5 +1,5 @@
 import type { Envelope } from '../../mail/mime.js';
-import { dataBlock, positive, RelaySession, SessionFailure, type Reply } from './relay-session.js';
+import { dataBlock, positive, RelaySession, sameTimeouts, SessionFailure, type Reply } from './relay-session.js';
 import { parseRelayUrl, type RelayOptions } from './relay-url.js';
 import type { DeliveryResult, RecipientRejection, Transport } from './types.js';
 
@@ -58,7 +58,7 @@ export function smtpTransport(options: SmtpOptions): Transport {
     send: (_emailId, message, envelope) => pool.send(envelope, message),
     // Connects, greets and logs in as a send would, then quits: the relay's answer right now.
     async check() {
-      const session = await RelaySession.open(pool.relay, options.timeoutMs);
+      const session = await RelaySession.open(pool.relay, sameTimeouts(options.timeoutMs));
       await session.quit();
     },
     close: () => pool.close(),
@@ -142,7 +142,7 @@ class RelayPool {
   private async serve(): Promise<boolean> {
     let session: RelaySession;
     try {
-      session = await RelaySession.open(this.relay, this.options.timeoutMs);
+      session = await RelaySession.open(this.relay, sameTimeouts(this.options.timeoutMs));
     } catch (error) {
       // With no session up, the relay cannot be reached now: everything waiting is retried later.
       if (this.live === 0) {
@@ -196,7 +196,7 @@ class RelayPool {
    */
   private async transact(session: RelaySession, job: Job, envelopeReplies: Promise<Reply>[] | null, mayTakeNext: boolean): Promise<Transacted> {
     const commands = session.envelopeCommands(job.envelope);
-    const replies = await (envelopeReplies ? Promise.all(envelopeReplies) : this.envelope(session, commands)).catch(lost(false));
+    const replies = await (envelopeReplies ? Promise.all(envelopeReplies) : session.sendEnvelope(commands)).catch(lost(false));
     const [mail, ...rest] = replies as [Reply, ...Reply[]];
     const data = rest.length === job.envelope.to.length + 1 ? rest.pop()! : null;
     const rejected = rest.flatMap((reply, i) => (positive(reply) ? [] : [{ address: job.envelope.to[i]!, response: reply.text, code: reply.code }]));
@@ -219,19 +219,5 @@ class RelayPool {
       return lost(true)(error);
     });
     return { result: resultOf(mail, rejected, accepted, data, finalReply), next: after ? { job: after, replies: afterReplies } : null };
-  }
-
-  /** The envelope's replies: all at once with PIPELINING, else one command at a time, stopping where the relay refuses. */
-  private async envelope(session: RelaySession, commands: string[]): Promise<Reply[]> {
-    if (session.pipelining) return Promise.all(session.send(commands, commands.length));
-    const replies: Reply[] = [];
-    for (const [i, command] of commands.entries()) {
-      const isData = i === commands.length - 1;
-      if (isData && !replies.slice(1).some(positive)) break;
-      const reply = await session.command(command.trimEnd());
-      replies.push(reply);
-      if (i === 0 && !positive(reply)) break;
-    }
-    return replies;
   }
 }

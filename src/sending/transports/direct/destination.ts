@@ -1,0 +1,302 @@
+import type { PoolAddress } from '../../../config.js';
+import { RelaySession, type SessionTimeouts } from '../relay-session.js';
+import { deferred, postponed, type Attempt, type RecipientResult, type Remote } from './attempt.js';
+import { transact } from './mx-transaction.js';
+
+/** A destination's limits: connections at once, messages over one connection, new messages a minute (null: no limit). */
+export type Limits = { maxConnections: number; messagesPerConnection: number; perMinute: number | null };
+
+/** What the destinations share: how to open sessions, and how long to pause one that asks us to slow down. */
+export type DestinationSettings = {
+  mxPort: number;
+  requireTls: boolean;
+  timeouts: SessionTimeouts;
+  /** The first pause; each one after doubles it, up to 30 times as long. */
+  backoffMs: number;
+  /** The addresses of an IP pool, round robin; null: the pool is not configured. */
+  poolAddresses(pool: string): { next(): PoolAddress & { ehlo: string } } | null;
+  /** How long a connection with nothing to send stays open for more. */
+  idleMs: number;
+  now(): number;
+};
+
+/** Outcomes counted per team, for the deliverability view. */
+export type OutcomeCounter = (teamId: number, destination: string, status: 'delivered' | 'deferred' | 'bounced', count: number) => void;
+
+type Job = { attempt: Attempt; resolve(results: RecipientResult[]): void };
+
+type Connection = { session: RelaySession; remote: Remote; pool: string; localAddress: string | null; sent: number };
+
+const MAX_PAUSE_FACTOR = 30;
+const ONE_MINUTE = 60_000;
+
+/**
+ * The mail of one destination (the registrable domain of the MX hosts: every domain one provider
+ * hosts shares its limits): a queue, and runners that each hold one connection and take the next
+ * attempt from it, up to `limit` at once. A destination that answers 421 or asks to slow down has
+ * its limit halved and is paused (1 minute, doubling to 30); every delivery brings the limit back
+ * up by one and ends the doubling. While paused, and past its rate, attempts are postponed to the
+ * time it may take them; an attempt still queued at its deadline is postponed too. So a dead or
+ * slow destination holds back nothing but its own mail.
+ */
+export class Destination {
+  private readonly queue: Job[] = [];
+  private readonly active = new Set<Job>();
+  private readonly waiting: Array<(job: Job | null) => void> = [];
+  private readonly starts: number[] = [];
+  private runners = 0;
+  private pauses = 0;
+  private sweep: NodeJS.Timeout | undefined;
+  limit: number;
+  pausedUntil = 0;
+  closing = false;
+
+  constructor(
+    readonly name: string,
+    private readonly limits: Limits,
+    private readonly settings: DestinationSettings,
+    private readonly count: OutcomeCounter,
+  ) {
+    this.limit = limits.maxConnections;
+  }
+
+  /** Attempts waiting, and connections open. */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  get connections(): number {
+    return this.runners;
+  }
+
+  /** Attempts waiting and under way, per team. */
+  teams(): Map<number, { queued: number; inFlight: number }> {
+    const counts = new Map<number, { queued: number; inFlight: number }>();
+    const of = (teamId: number) => counts.get(teamId) ?? counts.set(teamId, { queued: 0, inFlight: 0 }).get(teamId)!;
+    for (const job of this.queue) of(job.attempt.teamId).queued++;
+    for (const job of this.active) of(job.attempt.teamId).inFlight++;
+    return counts;
+  }
+
+  submit(attempt: Attempt): Promise<RecipientResult[]> {
+    const now = this.settings.now();
+    if (this.closing) return Promise.resolve(postponed(attempt.recipients, new Date(now), 'the transport is closing'));
+    if (now < this.pausedUntil) return Promise.resolve(postponed(attempt.recipients, new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down`));
+    return new Promise((resolve) => {
+      const job = { attempt, resolve };
+      // A connection waiting for work takes it at once, unless the rate says to wait.
+      const runner = this.rateWait(now) === 0 ? this.waiting.shift() : undefined;
+      if (runner) return runner(job);
+      this.queue.push(job);
+      if (this.runners < this.limit) this.startRunner();
+      this.scheduleSweep();
+    });
+  }
+
+  /** Stops taking attempts: those waiting are postponed, connections close after their current one. */
+  close(): void {
+    this.closing = true;
+    clearTimeout(this.sweep);
+    for (const wake of this.waiting.splice(0)) wake(null);
+    for (const job of this.queue.splice(0)) job.resolve(postponed(job.attempt.recipients, new Date(this.settings.now()), 'the transport closed'));
+  }
+
+  private startRunner(): void {
+    this.runners++;
+    void this.run().finally(() => {
+      this.runners--;
+      // Room for another runner while attempts wait (after a pause, or one runner's failure).
+      if (this.queue.length > 0 && this.runners < this.limit && !this.closing && this.settings.now() >= this.pausedUntil) this.startRunner();
+    });
+  }
+
+  /** One runner: takes attempts one after another over one connection, reconnecting where an attempt needs another server. */
+  private async run(): Promise<void> {
+    let connection: Connection | null = null;
+    try {
+      for (let job = await this.next(connection); job; job = await this.next(connection)) {
+        connection = await this.deliver(job, connection);
+      }
+    } finally {
+      if (connection) void connection.session.quit();
+    }
+  }
+
+  /** The next attempt for a runner, waiting for one while its connection may idle; null: the runner ends. */
+  private async next(connection: Connection | null): Promise<Job | null> {
+    for (;;) {
+      if (this.closing || this.runners > this.limit) return null;
+      const now = this.settings.now();
+      if (now < this.pausedUntil) {
+        this.postponeQueue(new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down`);
+        return null;
+      }
+      this.expireQueue(now);
+      if (this.queue.length === 0) {
+        if (!connection || connection.session.closed) return null;
+        return this.waitForJob(connection);
+      }
+      const wait = this.rateWait(now);
+      if (wait > 0) {
+        // Past the rate: what cannot start before its deadline is postponed to when it could.
+        const slot = now + wait;
+        for (const job of this.queue.filter((queued) => queued.attempt.deadline < slot)) {
+          this.queue.splice(this.queue.indexOf(job), 1);
+          job.resolve(postponed(job.attempt.recipients, new Date(slot), `${this.name} takes at most ${this.limits.perMinute} messages a minute`));
+        }
+        if (this.queue.length === 0) continue;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        continue;
+      }
+      this.starts.push(now);
+      return this.queue.shift()!;
+    }
+  }
+
+  private waitForJob(connection: Connection): Promise<Job | null> {
+    return new Promise((resolve) => {
+      const wake = (job: Job | null) => {
+        clearTimeout(timer);
+        stopListening();
+        const at = this.waiting.indexOf(wake);
+        if (at !== -1) this.waiting.splice(at, 1);
+        if (job) this.starts.push(this.settings.now());
+        resolve(job);
+      };
+      const timer = setTimeout(() => wake(null), this.settings.idleMs);
+      const stopListening = connection.session.onClose(() => wake(null));
+      this.waiting.push(wake);
+    });
+  }
+
+  /** How long until another message may start under the rate limit (0: now). */
+  private rateWait(now: number): number {
+    const { perMinute } = this.limits;
+    while (this.starts.length > 0 && this.starts[0]! <= now - ONE_MINUTE) this.starts.shift();
+    if (perMinute === null || this.starts.length < perMinute) return 0;
+    return this.starts[this.starts.length - perMinute]! + ONE_MINUTE - now;
+  }
+
+  private expireQueue(now: number): void {
+    for (const job of this.queue.filter((queued) => queued.attempt.deadline <= now)) {
+      this.queue.splice(this.queue.indexOf(job), 1);
+      job.resolve(postponed(job.attempt.recipients, new Date(now), `${this.name} was busy: the attempt did not begin in time`));
+    }
+  }
+
+  private postponeQueue(until: Date, reason: string): void {
+    for (const job of this.queue.splice(0)) job.resolve(postponed(job.attempt.recipients, until, reason));
+  }
+
+  /** Attempts still queued at their deadline are postponed even while every runner is busy. */
+  private scheduleSweep(): void {
+    if (this.sweep) return;
+    const earliest = Math.min(...this.queue.map((job) => job.attempt.deadline));
+    this.sweep = setTimeout(() => {
+      this.sweep = undefined;
+      this.expireQueue(this.settings.now());
+      if (this.queue.length > 0) this.scheduleSweep();
+    }, Math.max(0, earliest - this.settings.now()));
+    this.sweep.unref();
+  }
+
+  /**
+   * One attempt: each server in turn, each of its addresses in turn, until every recipient is
+   * settled; what no server settled is deferred with the last refusal. Answers the connection to
+   * keep for the next attempt.
+   */
+  private async deliver(job: Job, kept: Connection | null): Promise<Connection | null> {
+    this.active.add(job);
+    try {
+      return await this.deliverVia(job, kept);
+    } finally {
+      this.active.delete(job);
+    }
+  }
+
+  private async deliverVia(job: Job, kept: Connection | null): Promise<Connection | null> {
+    const { attempt } = job;
+    const results: RecipientResult[] = [];
+    let remaining = attempt.recipients;
+    let refusal: { reply: string; code: number | null; remote: Remote | null } = { reply: 'no mail server of the domain could be reached', code: null, remote: null };
+    let connection = kept;
+    for (const host of attempt.hosts) {
+      for (const address of host.addresses) {
+        if (remaining.length === 0) break;
+        if (!connection || connection.session.closed || connection.remote.address !== address || connection.pool !== attempt.pool || connection.sent >= this.limits.messagesPerConnection) {
+          if (connection) void connection.session.quit();
+          connection = null;
+          const opened = await this.connect(host.name, address, attempt.pool);
+          if ('failure' in opened) {
+            refusal = { reply: opened.failure, code: opened.code, remote: { host: host.name, address, tls: false } };
+            if (opened.slowDown) this.slowDown();
+            continue;
+          }
+          connection = opened;
+        }
+        connection.sent++;
+        const done = await transact(connection.session, attempt.from, remaining, attempt.message, connection.remote);
+        results.push(...done.settled);
+        remaining = done.retry;
+        if (done.refusal) refusal = { ...done.refusal, remote: connection.remote };
+        if (done.slowDown) this.slowDown();
+        if (done.settled.some((result) => result.status === 'delivered')) this.recovered();
+      }
+      if (remaining.length === 0) break;
+    }
+    results.push(...deferred(remaining, refusal.reply, refusal.code, refusal.remote));
+    for (const status of ['delivered', 'deferred', 'bounced'] as const) {
+      const count = results.filter((result) => result.status === status).length;
+      if (count > 0) this.count(attempt.teamId, this.name, status, count);
+    }
+    job.resolve(results);
+    if (connection && (connection.session.closed || connection.sent >= this.limits.messagesPerConnection)) {
+      void connection.session.quit();
+      return null;
+    }
+    return connection;
+  }
+
+  private async connect(host: string, address: string, pool: string): Promise<Connection | { failure: string; code: number | null; slowDown: boolean }> {
+    const addresses = this.settings.poolAddresses(pool);
+    if (!addresses) return { failure: `IP pool ${pool} is not configured (IP_POOLS)`, code: null, slowDown: false };
+    const source = addresses.next();
+    try {
+      const session = await RelaySession.open(
+        {
+          host: address,
+          port: this.settings.mxPort,
+          secure: false,
+          requireTLS: this.settings.requireTls,
+          ignoreTLS: false,
+          // Opportunistic: a certificate nobody can vouch for still keeps the message from being read on the way.
+          rejectUnauthorized: false,
+          servername: host,
+          auth: null,
+          clientName: source.ehlo,
+          localAddress: source.address || undefined,
+        },
+        this.settings.timeouts,
+      );
+      return { session, remote: { host, address, tls: session.encrypted }, pool, localAddress: source.address || null, sent: 0 };
+    } catch (error) {
+      const failure = error as Error & { code?: number | null };
+      const code = typeof failure.code === 'number' ? failure.code : null;
+      return { failure: failure.message, code, slowDown: code === 421 };
+    }
+  }
+
+  /** Half the connections, and a pause that doubles each time until a delivery gets through. */
+  private slowDown(): void {
+    const now = this.settings.now();
+    if (now < this.pausedUntil) return;
+    this.limit = Math.max(1, Math.floor(this.limit / 2));
+    this.pausedUntil = now + this.settings.backoffMs * Math.min(2 ** this.pauses, MAX_PAUSE_FACTOR);
+    this.pauses++;
+  }
+
+  private recovered(): void {
+    this.pauses = 0;
+    if (this.limit < this.limits.maxConnections) this.limit++;
+  }
+}
