@@ -37,7 +37,7 @@ export type Deps = {
   signals: Signals;
   /** This process's Prometheus metrics (GET /metrics). */
   metrics: Metrics;
-  /** The time by which warm-up counts its UTC days (a test sets it to cross a day). */
+  /** The time the dispatcher claims and schedules by, and counts warm-up days by (a test moves it to cross a day). */
   clock: () => Date;
   // What the services keep between calls, one of each per database (made by the service named).
   /** API keys read moments ago, by token hash (services/api-keys.ts newRecentKeys). */

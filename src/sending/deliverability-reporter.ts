@@ -45,11 +45,15 @@ export class DeliveryOutcomes {
   }
 }
 
-/** Each destination's state as rows per team, for destination_states. */
+// The row of a destination's own state (a pause), whoever's mail it holds: no team has id 0.
+const EVERY_TEAM = 0;
+
+/** Each destination's attempts as rows per team, and a paused destination's pause, for destination_states. */
 function stateRows(destinations: DestinationState[]): DestinationStateRow[] {
-  return destinations.flatMap((d) =>
-    [...d.teams].map(([teamId, counts]) => ({ teamId, destination: d.name, queued: counts.queued, inFlight: counts.inFlight, limit: d.limit, pausedUntil: d.pausedUntil })),
-  );
+  return destinations.flatMap((d) => [
+    ...[...d.teams].map(([teamId, counts]) => ({ teamId, destination: d.name, queued: counts.queued, inFlight: counts.inFlight, limit: d.limit, pausedUntil: d.pausedUntil })),
+    ...(d.pausedUntil ? [{ teamId: EVERY_TEAM, destination: d.name, queued: 0, inFlight: 0, limit: d.limit, pausedUntil: d.pausedUntil }] : []),
+  ]);
 }
 
 /**

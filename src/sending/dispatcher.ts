@@ -21,6 +21,7 @@ export type Dispatcher = { stop(): Promise<void> };
 // (GroupedWrites), with up to two writes under way: one being written while the next gathers.
 const OUTCOME_CHUNK = 250;
 const OUTCOME_WRITES_IN_FLIGHT = 2;
+const OUTCOME_LINGER_MS = 200;
 const CAMPAIGN_AFTER_MS = 60_000;
 
 /**
@@ -55,7 +56,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     if (campaignMail?.kind === 'hold') return heldOutcome(email);
     if (campaignMail?.kind === 'cancel') return finalOutcome(email, 'CANCELLED', { reason: campaignMail.reason });
     const domain = email.domain_id === null ? null : await domains.get(email.team_id, email.domain_id);
-    if (Date.now() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
+    if (deps.clock().getTime() > leaseUntil.getTime() - config.dispatchLeaseMs / 4) return null;
     if (!domain) return finalOutcome(email, 'FAILED', { reason: 'the sending domain no longer exists' });
     // Accepted while mail was captured, and the process restarted since with a relay: it never goes out.
     const refusal = sandboxRefusal(domain.signer.domain, transport.name);
@@ -72,14 +73,14 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     // takes one SMTP exchange, not a whole batch.
     if (loop.stopping.aborted) {
       await warmupSlot?.giveBack();
-      return releasedOutcome(email, new Date());
+      return releasedOutcome(email, deps.clock());
     }
     const context = { teamId: email.team_id, pool: domain.ipPool, deadline: leaseUntil.getTime() - config.dispatchLeaseMs / 4 };
     const result = await transport.send(email.id, message, composed.envelope, context);
     if (result.kind === 'sent') totals.sent++;
     // Nothing was tried (a paused destination): the attempt it took of today's cap is not spent.
     if (result.kind === 'recipients' && result.results.every((r) => r.status === 'postponed')) await warmupSlot?.giveBack();
-    return outcomeOf(email, result, composed.skipped, new Date(), config);
+    return outcomeOf(email, result, composed.skipped, deps.clock(), config);
   };
 
   /**
@@ -107,7 +108,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   const attemptFailed = (email: ClaimedEmail, error: unknown): Outcome => {
     if (error instanceof KeyVaultError) {
       log.error('email not sent: the DKIM key of its domain cannot be used; it will be tried again', { emailId: email.id, error: error.message });
-      return outcomeOf(email, { kind: 'temporary', response: error.message, code: null }, [], new Date(), config);
+      return outcomeOf(email, { kind: 'temporary', response: error.message, code: null }, [], deps.clock(), config);
     }
     log.error('building or sending an email failed', { error, emailId: email.id });
     return finalOutcome(email, 'FAILED', { reason: 'internal error while building the message' });
@@ -121,7 +122,10 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     const [suppressed, campaignMail] = await Promise.all([emails.findSuppressed(db, recipients), campaigns.prepare(batch)]);
     let pending: Outcome[] = [];
     const writes: Promise<void>[] = [];
+    let lingering: NodeJS.Timeout | undefined;
     const flush = () => {
+      clearTimeout(lingering);
+      lingering = undefined;
       if (pending.length === 0) return;
       const write = outcomeWrites.add(pending);
       // Seen as handled now; a failure still fails the batch when its writes are awaited below.
@@ -134,6 +138,9 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
         const outcome = await send(email, campaignMail.get(email.id), suppressed, leaseUntil).catch((error: unknown) => attemptFailed(email, error));
         if (outcome) pending.push(outcome);
         if (pending.length >= OUTCOME_CHUNK) flush();
+        // A batch whose mail goes out slowly (direct delivery) records what it has after a moment,
+        // not at its end: what a crash can send twice is then what went out in that moment.
+        else lingering ??= setTimeout(flush, OUTCOME_LINGER_MS);
         emailDone();
       }),
     );
@@ -154,7 +161,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   };
 
   const claimOnce = async (): Promise<boolean> => {
-    const now = new Date();
+    const now = deps.clock();
     const token = claims.token();
     const leaseUntil = new Date(now.getTime() + config.dispatchLeaseMs);
     const limit = Math.min(config.dispatchBatchSize, capacity - inFlight);

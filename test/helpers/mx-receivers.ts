@@ -131,6 +131,12 @@ async function listenOnOnePort(receivers: ReturnType<typeof receiver>[]): Promis
 
 function receiver(address: string, tls: Certificate | null) {
   const sockets = new Set<Socket>();
+  // smtp-server takes every listener off a socket it upgrades with STARTTLS, our 'close' one too:
+  // a socket is counted while it is not destroyed, and forgotten once it is.
+  const live = () => {
+    for (const socket of sockets) if (socket.destroyed) sockets.delete(socket);
+    return sockets.size;
+  };
   const triesByAddress = new Map<string, number>();
   let peak = 0;
   let port = 0;
@@ -141,12 +147,12 @@ function receiver(address: string, tls: Certificate | null) {
     received: [],
     refusals: [],
     behaviour: {},
-    openSessions: () => sockets.size,
+    openSessions: () => live(),
     get peakSessions() {
       return peak;
     },
     resetPeak() {
-      peak = sockets.size;
+      peak = live();
     },
     helos: [],
     remoteAddresses: [],
@@ -224,7 +230,7 @@ function receiver(address: string, tls: Certificate | null) {
     // for a client gone by then, yet calls onClose for it; its 'connect' event skips refused sessions.
     smtp.server.on('connection', (socket: Socket) => {
       sockets.add(socket);
-      peak = Math.max(peak, sockets.size);
+      peak = Math.max(peak, live());
       api.remoteAddresses.push(socket.remoteAddress ?? '');
       socket.once('close', () => sockets.delete(socket));
     });
@@ -251,10 +257,11 @@ function receiver(address: string, tls: Certificate | null) {
     listen,
     /** Stops, and cuts whatever is still connected: the test is over, nobody waits for replies. */
     close: async () => {
-      await stop();
-      const closing = [...sockets].map((socket) => new Promise((resolve) => socket.once('close', resolve)));
-      for (const socket of sockets) socket.destroy();
-      await Promise.all(closing);
+      // Cut first: smtp-server's close waits for every session to end.
+      const open = [...sockets].filter((socket) => !socket.destroyed);
+      const closing = open.map((socket) => new Promise((resolve) => socket.once('close', resolve)));
+      for (const socket of open) socket.destroy();
+      await Promise.all([stop(), ...closing]);
     },
   };
 }

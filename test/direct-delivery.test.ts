@@ -1,0 +1,285 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectApiError } from './helpers/api-error.js';
+import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { verifiedDomain } from './helpers/domains.js';
+import { settled, statusesOf, waitForEmail } from './helpers/emails.js';
+import { startMxReceivers, type MxReceivers } from './helpers/mx-receivers.js';
+import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
+
+/**
+ * Direct delivery (SMTP_URL=direct) against real parts on loopback: a DNS server answering MX, A,
+ * null MX and NXDOMAIN, and SMTP receivers on 127.0.0.2–6 sharing one port, standing in for the
+ * mail servers of providers. Providers: alpha (mx1 on .2, mx2 on .3) hosts a.test, b.test and
+ * c.test; beta (.4) hosts beta.test; gamma (.5) hosts gamma.test; .6 is a domain's own address.
+ */
+
+const ALPHA_1 = '127.0.0.2';
+const ALPHA_2 = '127.0.0.3';
+const BETA = '127.0.0.4';
+const GAMMA = '127.0.0.5';
+const IMPLICIT = '127.0.0.6';
+
+/** Settings that let the rules show within a test: RFC timeouts at 1/500, pauses of a fraction of a second. */
+const FAST = {
+  SMTP_URL: 'direct',
+  EHLO_NAME: 'out.mailroom.test',
+  DIRECT_TIMEOUT_SCALE: '0.002',
+  DIRECT_BACKOFF_MS: '400',
+  SEND_RETRY_BASE_MS: '200',
+  DISPATCH_POLL_MS: '50',
+};
+
+function serveZone(dns: TestDnsServer) {
+  dns.set('mx1.alpha-mail.test', [{ type: 'A', address: ALPHA_1 }]);
+  dns.set('mx2.alpha-mail.test', [{ type: 'A', address: ALPHA_2 }]);
+  dns.set('mx.beta-mail.test', [{ type: 'A', address: BETA }]);
+  dns.set('mx.gamma-mail.test', [{ type: 'A', address: GAMMA }]);
+  for (const domain of ['a.test', 'b.test', 'c.test']) {
+    dns.set(domain, [{ type: 'MX', exchange: 'mx1.alpha-mail.test', priority: 10 }, { type: 'MX', exchange: 'mx2.alpha-mail.test', priority: 20 }]);
+  }
+  dns.set('beta.test', [{ type: 'MX', exchange: 'mx.beta-mail.test', priority: 10 }]);
+  dns.set('gamma.test', [{ type: 'MX', exchange: 'mx.gamma-mail.test', priority: 10 }]);
+  // No MX: the domain's own address takes its mail.
+  dns.set('implicit.test', [{ type: 'A', address: IMPLICIT }]);
+  dns.set('nullmx.test', [{ type: 'MX', exchange: '', priority: 0 }]);
+}
+
+type Rig = { dns: TestDnsServer; mx: MxReceivers; server: TestServer; key: string; from: string; stop(): Promise<void> };
+
+async function startRig(env: Record<string, string> = {}, options: { starttls?: boolean } = {}): Promise<Rig> {
+  const [dns, mx] = await Promise.all([startDnsServer(), startMxReceivers([ALPHA_1, ALPHA_2, BETA, GAMMA, IMPLICIT], options)]);
+  serveZone(dns);
+  const server = await startTestServer({ ...FAST, DNS_SERVERS: dns.address, DIRECT_MX_PORT: String(mx.port), ...env });
+  const { apiKey: key } = await server.team('Direct');
+  const domain = await verifiedDomain(server, key, 'sender.example');
+  return {
+    dns, mx, server, key, from: `Sender <news@${domain.name}>`,
+    stop: async () => {
+      await server.stop();
+      await Promise.all([mx.close(), dns.close()]);
+    },
+  };
+}
+
+async function send(rig: Rig, body: Record<string, unknown>): Promise<string> {
+  const { emailId } = await expectOk(rig.server, rig.key, 'POST', '/v1/emails', { from: rig.from, subject: 'Hello', text: 'Hello there', ...body });
+  return emailId;
+}
+
+const eventsOf = (email: { emailEvents: Array<{ status: string; data: any }> }, status: string) => email.emailEvents.filter((event) => event.status === status);
+const messageOf = (rig: Rig, emailId: string) => rig.mx.all().filter((m) => m.raw.toString('latin1').includes(`Message-ID: <${emailId}@`));
+
+describe('direct delivery', () => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await startRig();
+  });
+  afterAll(() => rig.stop());
+  afterEach(async () => {
+    for (const receiver of rig.mx.receivers) {
+      receiver.behaviour = {};
+      if (receiver.openSessions() === 0) await receiver.start().catch(() => undefined);
+    }
+  });
+
+  it('sends each domain its recipients in one transaction to its most preferred MX, over STARTTLS, and records the server and its reply', async () => {
+    const id = await send(rig, { to: ['ann@a.test', 'bob@a.test'], cc: 'cy@a.test', bcc: 'dee@beta.test' });
+    const email = await waitForEmail(rig.server, rig.key, id, settled);
+    expect(email.latestStatus).toBe('DELIVERED');
+    const messages = messageOf(rig, id);
+    expect(messages.map((m) => [m.receiver, [...m.rcptTo].sort()])).toEqual(
+      expect.arrayContaining([[ALPHA_1, ['ann@a.test', 'bob@a.test', 'cy@a.test']], [BETA, ['dee@beta.test']]]),
+    );
+    expect(messages).toHaveLength(2);
+    expect(messages.every((m) => m.secure && m.helo === 'out.mailroom.test')).toBe(true);
+    const delivered = eventsOf(email, 'DELIVERED').map((event) => event.data);
+    expect(delivered).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ remoteMta: 'mx1.alpha-mail.test', remoteAddress: ALPHA_1, tls: true, recipients: ['ann@a.test', 'bob@a.test', 'cy@a.test'], response: expect.stringMatching(/^250/) }),
+        expect.objectContaining({ remoteMta: 'mx.beta-mail.test', remoteAddress: BETA, recipients: ['dee@beta.test'] }),
+      ]),
+    );
+    // Bcc leaves no header behind.
+    expect(messages[0]!.raw.toString('latin1')).not.toMatch(/^Bcc:/im);
+  });
+
+  it('goes to the secondary MX when the primary refuses connections', async () => {
+    await rig.mx.byAddress(ALPHA_1).stop();
+    const id = await send(rig, { to: 'eve@b.test' });
+    const email = await waitForEmail(rig.server, rig.key, id, settled);
+    expect(email.latestStatus).toBe('DELIVERED');
+    expect(messageOf(rig, id).map((m) => m.receiver)).toEqual([ALPHA_2]);
+    expect(eventsOf(email, 'DELIVERED')[0]!.data).toMatchObject({ remoteMta: 'mx2.alpha-mail.test', remoteAddress: ALPHA_2 });
+  });
+
+  it('a 550 for one of three recipients bounces that one alone, suppressed; the other two are delivered once', async () => {
+    rig.mx.byAddress(GAMMA).behaviour = { rcpt: (address) => (address === 'gone@gamma.test' ? { code: 550, message: '5.1.1 no such user here' } : null) };
+    const id = await send(rig, { to: ['one@gamma.test', 'gone@gamma.test', 'two@gamma.test'] });
+    const email = await waitForEmail(rig.server, rig.key, id, settled);
+    expect(messageOf(rig, id).map((m) => m.rcptTo)).toEqual([['one@gamma.test', 'two@gamma.test']]);
+    expect(eventsOf(email, 'BOUNCED').map((event) => event.data)).toEqual([
+      expect.objectContaining({ bounceType: 'Permanent', recipients: ['gone@gamma.test'], response: '550 5.1.1 no such user here', remoteMta: 'mx.gamma-mail.test' }),
+    ]);
+    expect(eventsOf(email, 'DELIVERED')[0]!.data.recipients).toEqual(['one@gamma.test', 'two@gamma.test']);
+    const suppressions = await expectOk(rig.server, rig.key, 'GET', '/v1/suppressions');
+    expect(suppressions.data.map((s: { email: string }) => s.email)).toEqual(['gone@gamma.test']);
+  });
+
+  it('greylisting (451, then 250) ends DELIVERED after a DELIVERY_DELAYED that names the reply and the next attempt', async () => {
+    rig.mx.byAddress(BETA).behaviour = { rcpt: (_address, tries) => (tries === 0 ? { code: 451, message: '4.7.1 greylisted, try again later' } : null) };
+    const id = await send(rig, { to: 'grey@beta.test' });
+    const email = await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED');
+    expect(statusesOf(email)).toEqual(['QUEUED', 'DELIVERY_DELAYED', 'SENT', 'DELIVERED']);
+    expect(eventsOf(email, 'DELIVERY_DELAYED')[0]!.data).toMatchObject({ response: '451 4.7.1 greylisted, try again later', recipients: ['grey@beta.test'], remoteMta: 'mx.beta-mail.test', nextAttemptAt: expect.any(String) });
+    expect(messageOf(rig, id)).toHaveLength(1);
+  });
+
+  it('an email to two domains, one deferring, is delivered to the other once and to the deferring one when it takes it', async () => {
+    let refusing = true;
+    rig.mx.byAddress(GAMMA).behaviour = { rcpt: () => (refusing ? { code: 450, message: '4.2.1 mailbox busy' } : null) };
+    const id = await send(rig, { to: ['x@beta.test', 'y@gamma.test'] });
+    await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length >= 2);
+    refusing = false;
+    const email = await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERED').length === 2);
+    // The recipient delivered first is not sent to again by the retries.
+    expect(messageOf(rig, id).map((m) => m.rcptTo).sort()).toEqual([['x@beta.test'], ['y@gamma.test']]);
+    expect(eventsOf(email, 'DELIVERED').map((event) => event.data.recipients)).toEqual([['x@beta.test'], ['y@gamma.test']]);
+  });
+
+  it('null MX and a domain that does not exist bounce at once without a connection; a domain with only an address record is its own MX', async () => {
+    const sessionsBefore = rig.mx.receivers.map((r) => r.remoteAddresses.length);
+    const [nullMx, missing] = await Promise.all([send(rig, { to: 'who@nullmx.test' }), send(rig, { to: 'who@missing.test' })]);
+    for (const [id, reason] of [[nullMx, /null MX/], [missing, /does not exist/]] as const) {
+      const email = await waitForEmail(rig.server, rig.key, id, settled);
+      expect(statusesOf(email)).toEqual(['QUEUED', 'BOUNCED']);
+      expect(eventsOf(email, 'BOUNCED')[0]!.data).toMatchObject({ bounceType: 'Permanent', response: expect.stringMatching(reason) });
+    }
+    expect(rig.mx.receivers.map((r) => r.remoteAddresses.length)).toEqual(sessionsBefore);
+    const implicit = await send(rig, { to: 'own@implicit.test' });
+    expect((await waitForEmail(rig.server, rig.key, implicit, settled)).latestStatus).toBe('DELIVERED');
+    expect(messageOf(rig, implicit).map((m) => m.receiver)).toEqual([IMPLICIT]);
+  });
+
+  it('a resolver fault is transient: DELIVERY_DELAYED, then delivered once DNS answers again', async () => {
+    rig.dns.failWith(2);
+    const id = await send(rig, { to: 'later@c.test' });
+    await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length > 0);
+    rig.dns.failWith(null);
+    const email = await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED');
+    expect(eventsOf(email, 'DELIVERY_DELAYED')[0]!.data.response).toMatch(/SERVFAIL/);
+  });
+
+  it('a server that never greets is given up after the scaled greeting timeout, and the next MX takes the mail', async () => {
+    // A provider of its own, so that no connection is open to it yet.
+    rig.dns.set('mx1.hang-mail.test', [{ type: 'A', address: IMPLICIT }]);
+    rig.dns.set('mx2.hang-mail.test', [{ type: 'A', address: GAMMA }]);
+    rig.dns.set('hang.test', [{ type: 'MX', exchange: 'mx1.hang-mail.test', priority: 10 }, { type: 'MX', exchange: 'mx2.hang-mail.test', priority: 20 }]);
+    rig.mx.byAddress(IMPLICIT).behaviour = { connect: () => 'hang' };
+    const id = await send(rig, { to: 'slow@hang.test' });
+    const email = await waitForEmail(rig.server, rig.key, id, settled);
+    expect(email.latestStatus).toBe('DELIVERED');
+    expect(messageOf(rig, id).map((m) => m.receiver)).toEqual([GAMMA]);
+    expect(eventsOf(email, 'DELIVERED')[0]!.data.remoteMta).toBe('mx2.hang-mail.test');
+  });
+
+  it('shows the team its destinations, and another team or a domain-scoped key nothing of them', async () => {
+    const { data } = await expectOk(rig.server, rig.key, 'GET', '/v1/deliverability/destinations');
+    const alpha = data.find((d: any) => d.destination === 'alpha-mail.test');
+    expect(alpha).toMatchObject({ queued: 0, inFlight: 0, pausedUntil: null });
+    expect(alpha.lastHour.delivered).toBeGreaterThan(0);
+    expect(data.find((d: any) => d.destination === 'gamma-mail.test').lastHour.bounced).toBeGreaterThanOrEqual(1);
+
+    const other = await rig.server.team('Other');
+    expect(await expectOk(rig.server, other.apiKey, 'GET', '/v1/deliverability/destinations')).toEqual({ data: [] });
+    const domain = (await expectOk(rig.server, rig.key, 'GET', '/v1/domains')).find((d: any) => d.name === 'sender.example');
+    const scoped = await rig.server.key((await rig.server.deps.db.selectFrom('domains').select('team_id').where('id', '=', domain.id).executeTakeFirstOrThrow()).team_id, 'full', domain.id);
+    expectApiError(await rig.server.call('GET', '/v1/deliverability/destinations', { key: scoped }), 403, 'FORBIDDEN');
+  });
+});
+
+describe('direct delivery: one provider at its limits', () => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await startRig({ DIRECT_MAX_CONNECTIONS: '2' });
+  });
+  afterAll(() => rig.stop());
+
+  it('never opens more than DIRECT_MAX_CONNECTIONS to a destination, across every domain it hosts', async () => {
+    const alpha = rig.mx.byAddress(ALPHA_1);
+    alpha.behaviour = { replyDelayMs: 50 };
+    alpha.resetPeak();
+    const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => send(rig, { to: `r${i}@${['a', 'b', 'c'][i % 3]}.test` })));
+    for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
+    expect(alpha.received.length).toBeGreaterThanOrEqual(24);
+    expect(alpha.peakSessions).toBeLessThanOrEqual(2);
+    expect(alpha.peakSessions).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a destination answering 421 is paused and its mail waits, while a healthy destination gets all of its mail meanwhile', async () => {
+    rig.mx.byAddress(GAMMA).behaviour = { connect: () => ({ code: 421, message: '4.7.0 too many connections, slow down' }) };
+    const slow = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `s${i}@gamma.test` })));
+    const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `h${i}@beta.test` })));
+    for (const id of healthy) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
+    // Every healthy one through, and not one of the 421ing destination's.
+    expect(rig.mx.byAddress(GAMMA).received).toHaveLength(0);
+    const { data } = await waitFor(
+      'the paused destination in the view',
+      () => expectOk(rig.server, rig.key, 'GET', '/v1/deliverability/destinations'),
+      (view: any) => view.data.some((d: any) => d.destination === 'gamma-mail.test' && d.pausedUntil !== null),
+    );
+    expect(data.find((d: any) => d.destination === 'gamma-mail.test').queued).toBeGreaterThan(0);
+    // Once it takes mail again, all of its mail arrives, each once.
+    rig.mx.byAddress(GAMMA).behaviour = {};
+    for (const id of slow) expect((await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED')).latestStatus).toBe('DELIVERED');
+    expect(rig.mx.byAddress(GAMMA).received).toHaveLength(10);
+  });
+});
+
+describe('direct delivery: IP pools and TLS', () => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await startRig({
+      IP_POOLS: 'dedicated=127.0.0.7/out1.mailroom.test,127.0.0.8/out2.mailroom.test',
+      DIRECT_MESSAGES_PER_CONNECTION: '1',
+    });
+  });
+  afterAll(() => rig.stop());
+
+  it("a domain's mail leaves from its pool's addresses in turn, each saying HELO with its own name; an unknown pool is 400", async () => {
+    const domain = (await expectOk(rig.server, rig.key, 'GET', '/v1/domains')).find((d: any) => d.name === 'sender.example');
+    const refused = await rig.server.call('PATCH', `/v1/domains/${domain.id}`, { key: rig.key, body: { ipPool: 'nowhere' } });
+    expectApiError(refused, 400, 'VALIDATION_ERROR');
+    expect(refused.body.error.details).toEqual([{ path: 'ipPool', message: 'must be one of the IP pools this server has (IP_POOLS): default, dedicated' }]);
+    expect(await expectOk(rig.server, rig.key, 'PATCH', `/v1/domains/${domain.id}`, { ipPool: 'dedicated' })).toMatchObject({ ipPool: 'dedicated' });
+
+    const beta = rig.mx.byAddress(BETA);
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await send(rig, { to: `p${i}@beta.test` }));
+    for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
+    const seen = beta.received.map((m) => `${m.remoteAddress} ${m.helo}`);
+    expect(new Set(seen)).toEqual(new Set(['127.0.0.7 out1.mailroom.test', '127.0.0.8 out2.mailroom.test']));
+  });
+});
+
+describe('direct delivery: a receiver without STARTTLS', () => {
+  it('is sent to in clear by default, and not at all with DIRECT_REQUIRE_TLS', async () => {
+    const open = await startRig({}, { starttls: false });
+    try {
+      const id = await send(open, { to: 'plain@beta.test' });
+      expect((await waitForEmail(open.server, open.key, id, settled)).latestStatus).toBe('DELIVERED');
+      expect(messageOf(open, id)[0]!.secure).toBe(false);
+    } finally {
+      await open.stop();
+    }
+    const strict = await startRig({ DIRECT_REQUIRE_TLS: 'true' }, { starttls: false });
+    try {
+      const id = await send(strict, { to: 'plain@beta.test' });
+      const email = await waitForEmail(strict.server, strict.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length > 0);
+      expect(eventsOf(email, 'DELIVERY_DELAYED')[0]!.data.response).toMatch(/TLS/);
+      expect(strict.mx.all()).toHaveLength(0);
+    } finally {
+      await strict.stop();
+    }
+  });
+});
