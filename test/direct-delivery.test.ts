@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
@@ -67,13 +70,15 @@ async function send(rig: Rig, body: Record<string, unknown>): Promise<string> {
   return emailId;
 }
 
+const METRICS_TOKEN = 'metrics-token-for-direct';
+
 const eventsOf = (email: { emailEvents: Array<{ status: string; data: any }> }, status: string) => email.emailEvents.filter((event) => event.status === status);
 const messageOf = (rig: Rig, emailId: string) => rig.mx.all().filter((m) => m.raw.toString('latin1').includes(`Message-ID: <${emailId}@`));
 
 describe('direct delivery', () => {
   let rig: Rig;
   beforeAll(async () => {
-    rig = await startRig();
+    rig = await startRig({ METRICS_TOKEN: METRICS_TOKEN });
   });
   afterAll(() => rig.stop());
   afterEach(async () => {
@@ -183,6 +188,16 @@ describe('direct delivery', () => {
     expect(eventsOf(email, 'DELIVERED')[0]!.data.remoteMta).toBe('mx2.hang-mail.test');
   });
 
+  it("counts each recipient's outcome per destination in /metrics, with each destination's queue", async () => {
+    const id = await send(rig, { to: 'metered@beta.test' });
+    await waitForEmail(rig.server, rig.key, id, settled);
+    const metrics = await (await fetch(`${rig.server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const delivered = Number(/^mailroom_direct_deliveries_total\{destination="beta-mail\.test",result="delivered"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(delivered).toBeGreaterThanOrEqual(1);
+    expect(metrics).toMatch(/^mailroom_direct_deliveries_total\{destination="gamma-mail\.test",result="bounced"\} [1-9]/m);
+    expect(metrics).toMatch(/^mailroom_direct_queue\{destination="beta-mail\.test"\} 0$/m);
+  });
+
   it('shows the team its destinations, and another team or a domain-scoped key nothing of them', async () => {
     const { data } = await expectOk(rig.server, rig.key, 'GET', '/v1/deliverability/destinations');
     const alpha = data.find((d: any) => d.destination === 'alpha-mail.test');
@@ -233,6 +248,41 @@ describe('direct delivery: one provider at its limits', () => {
     rig.mx.byAddress(GAMMA).behaviour = {};
     for (const id of slow) expect((await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED')).latestStatus).toBe('DELIVERED');
     expect(rig.mx.byAddress(GAMMA).received).toHaveLength(10);
+  });
+});
+
+describe("direct delivery: a destination's own limits from DELIVERY_POLICY_FILE", () => {
+  let rig: Rig;
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-policy-'));
+    const policy = path.join(dir, 'policy.json');
+    await writeFile(policy, JSON.stringify({ 'beta-mail.test': { maxConnections: 1, perMinute: 3 } }));
+    rig = await startRig({ DELIVERY_POLICY_FILE: policy });
+  });
+  afterAll(async () => {
+    await rig.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('one connection and three messages a minute for that destination: the rest wait for the next minute, untried', async () => {
+    const beta = rig.mx.byAddress(BETA);
+    beta.behaviour = { replyDelayMs: 30 };
+    beta.resetPeak();
+    const sentAt = Date.now();
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => send(rig, { to: `q${i}@beta.test` })));
+    await waitFor('three delivered', async () => beta.received.length, (n) => n === 3);
+    const waiting = await waitFor(
+      'the other three given back until the minute has passed',
+      () => rig.server.deps.db.selectFrom('emails').select(['send_at', 'attempts', 'claimed_by']).where('id', 'in', ids).where('send_at', 'is not', null).execute(),
+      (rows) => rows.length === 3 && rows.every((row) => row.claimed_by === null),
+    );
+    for (const row of waiting) {
+      expect(row.attempts, 'postponed, not tried').toBe(0);
+      expect(row.send_at!.getTime()).toBeGreaterThanOrEqual(sentAt + 55_000);
+    }
+    expect(beta.peakSessions).toBe(1);
+    expect(beta.received).toHaveLength(3);
   });
 });
 

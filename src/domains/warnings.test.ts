@@ -3,7 +3,10 @@ import { domainWarnings } from './warnings.js';
 
 /** A configuration that works beyond this machine, changed by `changes`. */
 const warningsFor = (changes: Partial<Parameters<typeof domainWarnings>[0]>) =>
-  domainWarnings({ smtpUrl: 'smtps://relay.example.com', publicUrl: 'https://mail.example.com', inboundMxHost: 'mail.example.com', spfInclude: '_spf.mail.example.com', ...changes });
+  domainWarnings({
+    smtpUrl: 'smtps://relay.example.com', publicUrl: 'https://mail.example.com', inboundMxHost: 'mail.example.com', spfInclude: '_spf.mail.example.com',
+    direct: { ehloName: 'mail.example.com' }, ...changes,
+  });
 
 describe('domainWarnings', () => {
   it('a configuration reachable from the internet has none, public IP addresses and private suffixes (github.io) included', () => {
@@ -45,5 +48,12 @@ describe('domainWarnings', () => {
   it('an SPF include no receiver can look up names SPF_INCLUDE; no relay names SMTP_URL', () => {
     expect(warningsFor({ spfInclude: '_spf.localhost' })).toEqual([expect.stringMatching(/^The SPF record includes _spf\.localhost, .*Set SPF_INCLUDE/)]);
     expect(warningsFor({ smtpUrl: undefined })).toEqual([expect.stringMatching(/^Mail is not delivered to anyone: with no SMTP_URL set, .*Set SMTP_URL/)]);
+  });
+
+  it('delivering directly with a HELO name receivers cannot match to this server names EHLO_NAME', () => {
+    expect(warningsFor({ smtpUrl: 'direct' })).toEqual([]);
+    for (const ehloName of ['[127.0.0.1]', 'localhost', 'box.local']) {
+      expect(warningsFor({ smtpUrl: 'direct', direct: { ehloName } }), ehloName).toEqual([expect.stringMatching(new RegExp(`^This server delivers mail itself \\(SMTP_URL=direct\\) and says HELO as ${ehloName.replace(/[[\].]/g, '\\$&')}, .*Set EHLO_NAME`))]);
+    }
   });
 });

@@ -3,7 +3,7 @@ import { parse } from 'tldts';
 import type { Config } from '../config.js';
 import { ADDRESS_CLASS_NAMES, classifyAddress } from '../webhooks/address-guard.js';
 
-type WarningConfig = Pick<Config, 'smtpUrl' | 'publicUrl' | 'inboundMxHost' | 'spfInclude'>;
+type WarningConfig = Pick<Config, 'smtpUrl' | 'publicUrl' | 'inboundMxHost' | 'spfInclude'> & { direct: Pick<Config['direct'], 'ehloName'> };
 
 const unbracket = (host: string) => host.replace(/^\[|\]$/g, '');
 
@@ -37,6 +37,16 @@ export function domainWarnings(config: WarningConfig): string[] {
       'Mail is not delivered to anyone: with no SMTP_URL set, each message is only saved as a file in the outbox folder of DATA_DIR, and counted as delivered. ' +
         'Set SMTP_URL to the relay that sends this server\'s mail, such as smtps://user:password@smtp.example.com:465.',
     );
+  }
+  if (config.smtpUrl === 'direct') {
+    const helo = config.direct.ehloName;
+    const heloHost = helo.startsWith('[') ? `${helo} is an address, not a name` : unreachable(helo, false);
+    if (heloHost) {
+      warnings.push(
+        `This server delivers mail itself (SMTP_URL=direct) and says HELO as ${helo}, which receivers cannot match to it: ${heloHost}. ` +
+          "Set EHLO_NAME to this server's public host name, one whose address points back to it (PTR) and is in your SPF record.",
+      );
+    }
   }
   const linkHost = unreachable(new URL(config.publicUrl).hostname, true);
   if (linkHost) {

@@ -23,12 +23,21 @@ export type DestinationSettings = {
 /** Outcomes counted per team, for the deliverability view. */
 export type OutcomeCounter = (teamId: number, destination: string, status: 'delivered' | 'deferred' | 'bounced', count: number) => void;
 
-type Job = { attempt: Attempt; resolve(results: RecipientResult[]): void };
+/** `leaveBy`: not begun by then, it is postponed (its deadline, or its longest wait in the queue). */
+type Job = { attempt: Attempt; leaveBy: number; resolve(results: RecipientResult[]): void };
 
 type Connection = { session: RelaySession; remote: Remote; pool: string; localAddress: string | null; sent: number };
 
 const MAX_PAUSE_FACTOR = 30;
 const ONE_MINUTE = 60_000;
+// Mail waits this long at most for a connection in memory, holding its claim and its place in the
+// dispatcher; then it goes back to the queue in the database, due again a moment later, so a busy
+// destination's backlog never crowds out other destinations' mail.
+const MAX_QUEUE_WAIT_MS = 10_000;
+const BUSY_RETRY_MS = 2_000;
+// Past the rate, a runner waits for the next slot when it is this close; further, the mail is
+// postponed to the slot.
+const MAX_RATE_WAIT_MS = 1_000;
 
 /**
  * The mail of one destination (the registrable domain of the MX hosts: every domain one provider
@@ -36,8 +45,8 @@ const ONE_MINUTE = 60_000;
  * attempt from it, up to `limit` at once. A destination that answers 421 or asks to slow down has
  * its limit halved and is paused (1 minute, doubling to 30); every delivery brings the limit back
  * up by one and ends the doubling. While paused, and past its rate, attempts are postponed to the
- * time it may take them; an attempt still queued at its deadline is postponed too. So a dead or
- * slow destination holds back nothing but its own mail.
+ * time it may take them; an attempt that waited too long for a connection is postponed too. So a
+ * dead or slow destination holds back nothing but its own mail.
  */
 export class Destination {
   private readonly queue: Job[] = [];
@@ -83,7 +92,7 @@ export class Destination {
     if (this.closing) return Promise.resolve(postponed(attempt.recipients, new Date(now), 'the transport is closing'));
     if (now < this.pausedUntil) return Promise.resolve(postponed(attempt.recipients, new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down`));
     return new Promise((resolve) => {
-      const job = { attempt, resolve };
+      const job = { attempt, leaveBy: Math.min(attempt.deadline, now + MAX_QUEUE_WAIT_MS), resolve };
       // A connection waiting for work takes it at once, unless the rate says to wait.
       const runner = this.rateWait(now) === 0 ? this.waiting.shift() : undefined;
       if (runner) return runner(job);
@@ -137,14 +146,11 @@ export class Destination {
         return this.waitForJob(connection);
       }
       const wait = this.rateWait(now);
+      if (wait > MAX_RATE_WAIT_MS) {
+        this.postponeQueue(new Date(now + wait), `${this.name} takes at most ${this.limits.perMinute} messages a minute`);
+        return null;
+      }
       if (wait > 0) {
-        // Past the rate: what cannot start before its deadline is postponed to when it could.
-        const slot = now + wait;
-        for (const job of this.queue.filter((queued) => queued.attempt.deadline < slot)) {
-          this.queue.splice(this.queue.indexOf(job), 1);
-          job.resolve(postponed(job.attempt.recipients, new Date(slot), `${this.name} takes at most ${this.limits.perMinute} messages a minute`));
-        }
-        if (this.queue.length === 0) continue;
         await new Promise((resolve) => setTimeout(resolve, wait));
         continue;
       }
@@ -178,9 +184,9 @@ export class Destination {
   }
 
   private expireQueue(now: number): void {
-    for (const job of this.queue.filter((queued) => queued.attempt.deadline <= now)) {
+    for (const job of this.queue.filter((queued) => queued.leaveBy <= now)) {
       this.queue.splice(this.queue.indexOf(job), 1);
-      job.resolve(postponed(job.attempt.recipients, new Date(now), `${this.name} was busy: the attempt did not begin in time`));
+      job.resolve(postponed(job.attempt.recipients, new Date(now + BUSY_RETRY_MS), `${this.name} was busy: every connection to it was taken`));
     }
   }
 
@@ -188,10 +194,10 @@ export class Destination {
     for (const job of this.queue.splice(0)) job.resolve(postponed(job.attempt.recipients, until, reason));
   }
 
-  /** Attempts still queued at their deadline are postponed even while every runner is busy. */
+  /** Attempts still queued when they must leave are postponed even while every runner is busy. */
   private scheduleSweep(): void {
     if (this.sweep) return;
-    const earliest = Math.min(...this.queue.map((job) => job.attempt.deadline));
+    const earliest = Math.min(...this.queue.map((job) => job.leaveBy));
     this.sweep = setTimeout(() => {
       this.sweep = undefined;
       this.expireQueue(this.settings.now());
