@@ -36,7 +36,7 @@ describe('warm-up', () => {
   const warmup = async () => (await expectOk(server, key, 'GET', `/v1/domains/${domainId}`)).warmup;
   const outbox = async () => (await readdir(path.join(server.deps.config.dataDir, 'outbox'))).length;
 
-  it('refuses limits that are not whole numbers, and answers the ramp it starts', async () => {
+  it('refuses a negative limit, and answers the ramp it starts', async () => {
     const refused = await server.call('PATCH', `/v1/domains/${domainId}`, { key, body: { warmup: { enabled: true, dailyLimits: [2, -1] } } });
     expectApiError(refused, 400, 'VALIDATION_ERROR');
     expect((await expectOk(server, key, 'GET', `/v1/domains/${domainId}`)).warmup.enabled).toBe(false);
@@ -58,9 +58,24 @@ describe('warm-up', () => {
     const waiting = await server.deps.db.selectFrom('emails').select(['send_at', 'attempts']).where('id', 'in', ids).where('send_at', 'is not', null).execute();
     expect(waiting.map((row) => [row.send_at!.toISOString(), row.attempts])).toEqual(Array(3).fill(['2030-01-02T00:00:00.000Z', 0]));
 
+    // Campaign mail past the cap waits too, behind the transactional mail of the same day.
+    const book = await expectOk(server, key, 'POST', '/v1/contactBooks', { name: 'Warm book' });
+    await expectOk(server, key, 'PUT', `/v1/contactBooks/${book.id}/contacts/reader`, { email: 'reader@example.org' });
+    const campaign = await expectOk(server, key, 'POST', '/v1/campaigns', {
+      name: 'Warm news', from: 'hi@warm.example', subject: 'News', contactBookId: book.id, html: '<p>News</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>', sendNow: true,
+    });
+    const campaignMail = await waitFor(
+      'the campaign email waiting for the next day',
+      () => server.deps.db.selectFrom('emails').select(['id', 'send_at', 'claimed_by']).where('campaign_id', '=', campaign.id).execute(),
+      (rows) => rows.length === 1 && rows[0]!.claimed_by === null && rows[0]!.send_at?.toISOString() === '2030-01-02T00:01:00.000Z',
+    );
+
     now = at('2030-01-02T00:00:05Z');
     await waitFor('all five delivered', () => delivered(ids), (n) => n === 5);
     expect(await warmup()).toMatchObject({ day: 2, limitToday: 3, sentToday: 3 });
+    now = at('2030-01-02T00:02:00Z');
+    await dispatcherDone(server, [campaignMail[0]!.id]);
+    expect(await statuses([campaignMail[0]!.id])).toEqual(['QUEUED']);
 
     const late = await send(1);
     await dispatcherDone(server, late);
@@ -68,8 +83,8 @@ describe('warm-up', () => {
 
     // Past the limits given, warm-up is over: nothing is capped.
     now = at('2030-01-03T08:00:00Z');
-    await waitFor('the late one delivered', () => delivered(late), (n) => n === 1);
+    await waitFor('the late one and the campaign delivered', () => delivered([...late, campaignMail[0]!.id]), (n) => n === 2);
     expect(await warmup()).toMatchObject({ day: 3, limitToday: null });
-    expect(await outbox()).toBe(6);
+    expect(await outbox()).toBe(7);
   });
 });
