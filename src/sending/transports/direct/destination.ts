@@ -38,15 +38,22 @@ const BUSY_RETRY_MS = 2_000;
 // Past the rate, a runner waits for the next slot when it is this close; further, the mail is
 // postponed to the slot.
 const MAX_RATE_WAIT_MS = 1_000;
+// Attempts may queue for a connection up to what the destination got through in this long lately
+// (at least two per connection): a slow destination keeps few in memory, a fast one many.
+const BACKLOG_WINDOW_MS = 5_000;
+// Attempts in a row that reached none of the destination's servers before it counts as down.
+const DOWN_AFTER = 3;
 
 /**
  * The mail of one destination (the registrable domain of the MX hosts: every domain one provider
  * hosts shares its limits): a queue, and runners that each hold one connection and take the next
- * attempt from it, up to `limit` at once. A destination that answers 421 or asks to slow down has
- * its limit halved and is paused (1 minute, doubling to 30); every delivery brings the limit back
- * up by one and ends the doubling. While paused, and past its rate, attempts are postponed to the
- * time it may take them; an attempt that waited too long for a connection is postponed too. So a
- * dead or slow destination holds back nothing but its own mail.
+ * attempt from it, up to `limit` at once. A destination that answers 421 or asks to slow down, or
+ * whose servers do not answer three attempts in a row, has its limit halved and is paused (1
+ * minute, doubling to 30); every delivery brings the limit back up by one and ends the doubling.
+ * While paused, and past its rate, attempts are postponed to the time it may take them. The queue
+ * holds about five seconds of what the destination takes lately, and an attempt waits in it ten
+ * seconds at most; the rest is postponed for a moment. So a dead or slow destination holds back
+ * nothing but its own mail.
  */
 export class Destination {
   private readonly queue: Job[] = [];
@@ -55,6 +62,9 @@ export class Destination {
   private readonly starts: number[] = [];
   private runners = 0;
   private pauses = 0;
+  private unreachable = 0;
+  // Attempts finished, per second, over the last BACKLOG_WINDOW_MS.
+  private readonly finished = new Map<number, number>();
   private sweep: NodeJS.Timeout | undefined;
   limit: number;
   pausedUntil = 0;
@@ -90,7 +100,10 @@ export class Destination {
   submit(attempt: Attempt): Promise<RecipientResult[]> {
     const now = this.settings.now();
     if (this.closing) return Promise.resolve(postponed(attempt.recipients, new Date(now), 'the transport is closing'));
-    if (now < this.pausedUntil) return Promise.resolve(postponed(attempt.recipients, new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down`));
+    if (now < this.pausedUntil) return Promise.resolve(postponed(attempt.recipients, new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down or did not answer`));
+    if (this.queue.length >= this.backlogLimit(now)) {
+      return Promise.resolve(postponed(attempt.recipients, new Date(now + BUSY_RETRY_MS), `${this.name} is busy: ${this.queue.length} attempts are waiting for a connection`));
+    }
     return new Promise((resolve) => {
       const job = { attempt, leaveBy: Math.min(attempt.deadline, now + MAX_QUEUE_WAIT_MS), resolve };
       // A connection waiting for work takes it at once, unless the rate says to wait.
@@ -175,6 +188,21 @@ export class Destination {
     });
   }
 
+  /** How many attempts may wait for a connection: about BACKLOG_WINDOW_MS of what got through lately. */
+  private backlogLimit(now: number): number {
+    let recent = 0;
+    for (const [second, count] of this.finished) {
+      if (second * 1000 < now - BACKLOG_WINDOW_MS) this.finished.delete(second);
+      else recent += count;
+    }
+    return Math.max(this.limit * 2, recent);
+  }
+
+  private countFinished(now: number): void {
+    const second = Math.floor(now / 1000);
+    this.finished.set(second, (this.finished.get(second) ?? 0) + 1);
+  }
+
   /** How long until another message may start under the rate limit (0: now). */
   private rateWait(now: number): number {
     const { perMinute } = this.limits;
@@ -226,6 +254,7 @@ export class Destination {
     let remaining = attempt.recipients;
     let refusal: { reply: string; code: number | null; remote: Remote | null } = { reply: 'no mail server of the domain could be reached', code: null, remote: null };
     let connection = kept;
+    let reached = false;
     for (const host of attempt.hosts) {
       for (const address of host.addresses) {
         if (remaining.length === 0) break;
@@ -240,6 +269,7 @@ export class Destination {
           }
           connection = opened;
         }
+        reached = true;
         connection.sent++;
         const done = await transact(connection.session, attempt.from, remaining, attempt.message, connection.remote);
         results.push(...done.settled);
@@ -251,6 +281,11 @@ export class Destination {
       if (remaining.length === 0) break;
     }
     results.push(...deferred(remaining, refusal.reply, refusal.code, refusal.remote));
+    // A destination none of whose servers answers, attempt after attempt, is down: it is paused
+    // like one that asks us to slow down, rather than tied up in connection timeouts.
+    this.unreachable = reached ? 0 : this.unreachable + 1;
+    if (this.unreachable >= DOWN_AFTER) this.slowDown();
+    this.countFinished(this.settings.now());
     for (const status of ['delivered', 'deferred', 'bounced'] as const) {
       const count = results.filter((result) => result.status === status).length;
       if (count > 0) this.count(attempt.teamId, this.name, status, count);
