@@ -70,6 +70,7 @@ export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dns
   const now = options.now ?? Date.now;
   const routes = mxRoutes(dnsQuerier(config.dnsServers, config.dnsTimeoutMs));
   const scale = config.direct.timeoutScale;
+  const pools = poolRotation(config);
   const settings: DestinationSettings = {
     mxPort: config.direct.mxPort,
     requireTls: config.direct.requireTls,
@@ -80,7 +81,7 @@ export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dns
       dataEnd: Math.round(RFC_TIMEOUTS.dataEnd * scale),
     },
     backoffMs: config.direct.backoffMs,
-    poolAddresses: poolRotation(config),
+    poolAddresses: pools,
     idleMs: IDLE_MS,
     now,
   };
@@ -105,6 +106,8 @@ export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dns
   };
 
   async function deliverToDomain(domain: string, recipients: string[], message: Buffer, envelope: Envelope, context: SendContext): Promise<RecipientResult[]> {
+    // A pool this process does not have (IP_POOLS changed): the mail waits, never leaving from another pool's addresses.
+    if (!pools(context.pool)) return deferred(recipients, `IP pool ${context.pool} is not configured here (IP_POOLS)`, null, null);
     let route;
     try {
       route = await routes.route(domain);
