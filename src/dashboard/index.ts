@@ -6,6 +6,7 @@ import { analyticsPages } from './pages/analytics.js';
 import { apiKeysPages } from './pages/api-keys.js';
 import { campaignsPages } from './pages/campaigns.js';
 import { contactsPages } from './pages/contacts.js';
+import { deliverabilityPages } from './pages/deliverability.js';
 import { domainsPages } from './pages/domains.js';
 import { emailsPages } from './pages/emails.js';
 import { overviewPages } from './pages/overview.js';
@@ -21,7 +22,7 @@ export function dashboardPages(deps: AppDeps) {
   const app = new Hono();
   app.route('/assets', assetRoutes());
   app.route('/', authPages(deps));
-  const sections = [overviewPages, domainsPages, emailsPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages];
+  const sections = [overviewPages, domainsPages, emailsPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
   for (const pages of sections) app.route('/', pages(deps));
   return app;
 }

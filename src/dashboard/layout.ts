@@ -8,7 +8,7 @@ import { CSRF_FIELD, csrfTokenFor, type DashboardEnv } from './session.js';
 /** A fragment of a page: strings interpolated into it are escaped, fragments are not. */
 export type Html = ReturnType<typeof html>;
 
-/** The navigation, in the order SPEC §10 names it. */
+/** The navigation: what a team sends from and sends, its audience and settings, then what it can watch. */
 export const NAV = [
   { href: '/', label: 'Overview' },
   { href: '/domains', label: 'Domains' },
@@ -20,6 +20,7 @@ export const NAV = [
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/api-keys', label: 'API keys' },
   { href: '/analytics', label: 'Analytics' },
+  { href: '/deliverability', label: 'Deliverability' },
 ] as const;
 export type Section = (typeof NAV)[number]['label'];
 

@@ -224,7 +224,7 @@ export class Destination {
 
   /** Attempts still queued when they must leave are postponed even while every runner is busy. */
   private scheduleSweep(): void {
-    if (this.sweep) return;
+    if (this.sweep || this.queue.length === 0) return;
     const earliest = Math.min(...this.queue.map((job) => job.leaveBy));
     this.sweep = setTimeout(() => {
       this.sweep = undefined;

@@ -58,6 +58,12 @@ describe('MX routes', () => {
     expect(asked.filter((q) => q === 'MX flaky.example')).toHaveLength(2);
   });
 
+  it('an MX name that is no host name is skipped, never dialled', async () => {
+    const { query, asked } = fakeDns({ 'MX odd.example': [mx('mx.<b>x</b>.example', 10), mx('mx.odd.example', 20)], 'A mx.odd.example': [a('192.0.2.5')] });
+    expect(await mxRoutes(query).route('odd.example')).toMatchObject({ kind: 'hosts', destination: 'odd.example', hosts: [{ name: 'mx.odd.example' }] });
+    expect(asked.some((q) => q.includes('<b>'))).toBe(false);
+  });
+
   it('mail servers whose names have no address are skipped; none left is a route nowhere, or transient if a lookup failed', async () => {
     const { query } = fakeDns({
       'MX half.example': [mx('dead.half.example', 10), mx('live.half.example', 20)],

@@ -18,6 +18,7 @@ export type Route =
 const NEGATIVE_TTL_MS = 300_000;
 const MAX_TTL_MS = 86_400_000;
 const MAX_ROUTES = 50_000;
+const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?)(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?)*$/;
 
 /** The destination of an MX host: its registrable domain (`aspmx.l.google.com` → `google.com`), or the host itself. */
 export const destinationOf = (host: string) => getDomain(host) ?? host;
@@ -55,9 +56,14 @@ export function mxRoutes(query: DnsQuery) {
   async function lookUp(domain: string): Promise<Route> {
     const mx = await query(domain, 'MX');
     if (!mx.exists) return { kind: 'none', reason: `the domain ${domain} does not exist (NXDOMAIN)`, ttlMs: NEGATIVE_TTL_MS };
-    const records = mx.records.flatMap((record) => (record.type === 'MX' ? [record] : []));
-    if (records.some((record) => record.exchange === '')) {
-      return { kind: 'none', reason: `${domain} accepts no mail (null MX, RFC 7505)`, ttlMs: Math.min(...records.map((r) => r.ttl * 1000)) };
+    const answered = mx.records.flatMap((record) => (record.type === 'MX' ? [record] : []));
+    if (answered.some((record) => record.exchange === '')) {
+      return { kind: 'none', reason: `${domain} accepts no mail (null MX, RFC 7505)`, ttlMs: Math.min(...answered.map((r) => r.ttl * 1000)) };
+    }
+    // A name that is no host name (a remote server's mistake, or markup) is skipped, never dialled or shown.
+    const records = answered.filter((record) => HOST_NAME.test(record.exchange));
+    if (answered.length > 0 && records.length === 0) {
+      return { kind: 'none', reason: `no MX record of ${domain} names a valid host`, ttlMs: NEGATIVE_TTL_MS };
     }
     // No MX: the domain's own address is its mail server.
     const named = records.length > 0 ? records.map((r) => ({ name: r.exchange, preference: r.priority, ttl: r.ttl })) : [{ name: domain, preference: 0, ttl: MAX_TTL_MS / 1000 }];
