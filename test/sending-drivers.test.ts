@@ -7,7 +7,8 @@ import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { dnsVerifiedDomain } from './helpers/domains.js';
 import { statusesOf, waitForEmail, settled } from './helpers/emails.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import { startMxReceivers, type MxReceivers } from './helpers/mx-receivers.js';
+import { messageIdOf, startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
 
 /**
  * One spec, every transport: what a recipient gets is the same whichever way the message left.
@@ -34,6 +35,15 @@ const drivers: Driver[] = [
     acceptedEvents: ['SENT', 'DELIVERED'],
   },
   {
+    name: 'direct',
+    env: () => ({ SMTP_URL: 'direct', DIRECT_MX_PORT: String(mx.port), DIRECT_TIMEOUT_SCALE: '0.01' }),
+    async sent(_server, emailId) {
+      const [message] = mx.all().filter((m) => messageIdOf(m.raw)?.startsWith(`${emailId}@`));
+      return { raw: message!.raw, envelope: { from: message!.mailFrom, to: message!.rcptTo } };
+    },
+    acceptedEvents: ['SENT', 'DELIVERED'],
+  },
+  {
     name: 'capture',
     env: () => ({}),
     async sent(server, emailId) {
@@ -44,12 +54,18 @@ const drivers: Driver[] = [
 ];
 
 let dns: TestDnsServer;
+let mx: MxReceivers;
 beforeAll(async () => {
   dns = await startDnsServer();
   sink = await startSmtpSink({ closeTimeout: 100 });
+  // Recipients' mail servers for the direct transport: example.org's MX on loopback.
+  mx = await startMxReceivers(['127.0.0.2']);
+  dns.set('mx.example-mail.test', [{ type: 'A', address: '127.0.0.2' }]);
+  dns.set('example.org', [{ type: 'MX', exchange: 'mx.example-mail.test', priority: 10 }]);
 });
 afterAll(async () => {
   await sink.close();
+  await mx.close();
   await dns.close();
 });
 
