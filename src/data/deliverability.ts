@@ -33,9 +33,10 @@ export async function replaceDestinationStates(db: Db, workerId: string, rows: D
   });
 }
 
-/** Drops minute counts older than `before` (delivery_stats_minute). */
-export async function dropDeliveryStats(db: Db, before: Date): Promise<void> {
-  await db.deleteFrom('delivery_stats').where('minute', '<', before).execute();
+/** Drops minute counts older than `statsBefore` (delivery_stats_minute), and what workers that stopped reporting before `statesBefore` left. */
+export async function dropOldDeliverability(db: Db, statsBefore: Date, statesBefore: Date): Promise<void> {
+  await db.deleteFrom('delivery_stats').where('minute', '<', statsBefore).execute();
+  await db.deleteFrom('destination_states').where('updated_at', '<', statesBefore).execute();
 }
 
 export type DestinationView = OutcomeCounts & { destination: string; queued: number; inFlight: number; pausedUntil: Date | null };

@@ -1,4 +1,4 @@
-import { addDeliveryStats, dropDeliveryStats, replaceDestinationStates, type DestinationStateRow, type OutcomeCounts } from '../data/deliverability.js';
+import { addDeliveryStats, dropOldDeliverability, replaceDestinationStates, type DestinationStateRow, type OutcomeCounts } from '../data/deliverability.js';
 import type { Deps } from '../deps.js';
 import { startWorkerLoop } from '../workers/loop.js';
 import type { DestinationState } from './transports/direct/index.js';
@@ -74,7 +74,8 @@ export function startDeliverabilityReporter(deps: Pick<Deps, 'db' | 'log'>, part
     await replaceDestinationStates(deps.db, parts.workerId, final ? [] : stateRows(parts.destinations()), new Date());
     if (Date.now() - lastDrop > KEEP_STATS_MS / 24) {
       lastDrop = Date.now();
-      await dropDeliveryStats(deps.db, new Date(Date.now() - KEEP_STATS_MS));
+      // A worker killed before its stop leaves its states behind; an hour later they go.
+      await dropOldDeliverability(deps.db, new Date(Date.now() - KEEP_STATS_MS), new Date(Date.now() - KEEP_STATS_MS / 24));
     }
   };
   const loop = startWorkerLoop({
