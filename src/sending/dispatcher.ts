@@ -66,6 +66,10 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
     if (composed.envelope.to.length === 0) {
       return finalOutcome(email, 'SUPPRESSED', { recipients: composed.skipped, reason: 'every recipient is on the suppression list' });
     }
+    const context = { teamId: email.team_id, pool: domain.ipPool, deadline: leaseUntil.getTime() - config.dispatchLeaseMs / 4 };
+    // Not signed for nothing: mail no destination would take now waits for the time one will.
+    const notBefore = await transport.admit?.(composed.envelope, context);
+    if (notBefore) return releasedOutcome(email, notBefore);
     const warmupSlot = await takeWarmup(email, domain);
     if (warmupSlot === 'over the cap') return releasedOutcome(email, nextDayFor(email));
     const message = await signedMessage(composed, domain, new Date());
@@ -75,7 +79,6 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
       await warmupSlot?.giveBack();
       return releasedOutcome(email, deps.clock());
     }
-    const context = { teamId: email.team_id, pool: domain.ipPool, deadline: leaseUntil.getTime() - config.dispatchLeaseMs / 4 };
     const result = await transport.send(email.id, message, composed.envelope, context);
     if (result.kind === 'sent') totals.sent++;
     // Nothing was tried (a paused destination): the attempt it took of today's cap is not spent.

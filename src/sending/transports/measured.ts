@@ -33,6 +33,7 @@ export function measuredTransport(transport: Transport, metrics: Pick<Metrics, '
         throw error;
       }
     },
+    ...(transport.admit && { admit: transport.admit.bind(transport) }),
     check: () => transport.check(),
     close: () => transport.close(),
   };

@@ -27,6 +27,7 @@ const CRLF = Buffer.from('\r\n');
 const END_OF_DATA = Buffer.from('.\r\n');
 const NON_ASCII = /[^\x00-\x7f]/;
 const MAX_REPLY_CHARS = 64 * 1024;
+const QUIT_TIMEOUT_MS = 5_000;
 
 /** A 2xx or 3xx: the relay took the command. */
 export const positive = (reply: Reply) => reply.code >= 200 && reply.code < 400;
@@ -148,7 +149,8 @@ export class RelaySession {
   /** Says goodbye and closes; never fails. */
   async quit(): Promise<void> {
     if (this.failure) return;
-    await this.command('QUIT').catch(() => undefined);
+    // A server slow to say goodbye is not waited for as long as for a reply that matters.
+    await this.send(['QUIT\r\n'], 1, Math.min(this.timeouts.reply, QUIT_TIMEOUT_MS))[0]!.catch(() => undefined);
     this.destroy();
   }
 

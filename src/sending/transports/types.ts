@@ -34,6 +34,11 @@ export type SendContext = { teamId: number; pool: string; deadline: number };
 export interface Transport {
   readonly name: 'smtp' | 'capture' | 'direct';
   send(emailId: string, message: Buffer, envelope: Envelope, context?: SendContext): Promise<DeliveryResult>;
+  /**
+   * Before a message is signed: the time before which none of its recipients can be taken (their
+   * destinations paused or full), or null to go ahead. Transports that take everything at once have none.
+   */
+  admit?(envelope: Envelope, context: SendContext): Promise<Date | null>;
   /** Rejects when mail could not go out now (the relay does not answer or refuses our login). */
   check(): Promise<void>;
   close(): Promise<void>;

@@ -13,6 +13,8 @@ export type DestinationSettings = {
   timeouts: SessionTimeouts;
   /** The first pause; each one after doubles it, up to 30 times as long. */
   backoffMs: number;
+  /** Attempts one destination may keep waiting at the least: its share of what the dispatcher holds at once. */
+  fairShare(): number;
   /** The addresses of an IP pool, round robin; null: the pool is not configured. */
   poolAddresses(pool: string): { next(): PoolAddress & { ehlo: string } } | null;
   /** How long a connection with nothing to send stays open for more. */
@@ -38,8 +40,9 @@ const BUSY_RETRY_MS = 2_000;
 // Past the rate, a runner waits for the next slot when it is this close; further, the mail is
 // postponed to the slot.
 const MAX_RATE_WAIT_MS = 1_000;
-// Attempts may queue for a connection up to what the destination got through in this long lately
-// (at least two per connection): a slow destination keeps few in memory, a fast one many.
+// Attempts may queue for a connection up to the destination's share of the dispatcher's places, or
+// what it got through in this long lately: a slow destination beside others keeps its share, a fast
+// one as many as it takes.
 const BACKLOG_WINDOW_MS = 5_000;
 // Attempts in a row that reached none of the destination's servers before it counts as down.
 const DOWN_AFTER = 3;
@@ -51,9 +54,9 @@ const DOWN_AFTER = 3;
  * whose servers do not answer three attempts in a row, has its limit halved and is paused (1
  * minute, doubling to 30); every delivery brings the limit back up by one and ends the doubling.
  * While paused, and past its rate, attempts are postponed to the time it may take them. The queue
- * holds about five seconds of what the destination takes lately, and an attempt waits in it ten
- * seconds at most; the rest is postponed for a moment. So a dead or slow destination holds back
- * nothing but its own mail.
+ * holds the destination's share of the dispatcher's places (or about five seconds of what it takes
+ * lately, when more), and an attempt waits in it ten seconds at most; the rest is postponed for a
+ * moment. So a dead or slow destination holds back nothing but its own mail.
  */
 export class Destination {
   private readonly queue: Job[] = [];
@@ -100,10 +103,8 @@ export class Destination {
   submit(attempt: Attempt): Promise<RecipientResult[]> {
     const now = this.settings.now();
     if (this.closing) return Promise.resolve(postponed(attempt.recipients, new Date(now), 'the transport is closing'));
-    if (now < this.pausedUntil) return Promise.resolve(postponed(attempt.recipients, new Date(this.pausedUntil), `${this.name} is paused: it asked us to slow down or did not answer`));
-    if (this.queue.length >= this.backlogLimit(now)) {
-      return Promise.resolve(postponed(attempt.recipients, new Date(now + BUSY_RETRY_MS), `${this.name} is busy: ${this.queue.length} attempts are waiting for a connection`));
-    }
+    const held = this.heldUntil(now);
+    if (held) return Promise.resolve(postponed(attempt.recipients, held.until, held.reason));
     return new Promise((resolve) => {
       const job = { attempt, leaveBy: Math.min(attempt.deadline, now + MAX_QUEUE_WAIT_MS), resolve };
       // A connection waiting for work takes it at once, unless the rate says to wait.
@@ -140,7 +141,7 @@ export class Destination {
         connection = await this.deliver(job, connection);
       }
     } finally {
-      if (connection) void connection.session.quit();
+      if (connection) await connection.session.quit();
     }
   }
 
@@ -188,14 +189,31 @@ export class Destination {
     });
   }
 
-  /** How many attempts may wait for a connection: about BACKLOG_WINDOW_MS of what got through lately. */
+  /** Whether there is work waiting or under way. */
+  get busy(): boolean {
+    return this.queue.length > 0 || this.active.size > 0;
+  }
+
+  /** Until when the destination takes no new attempt, and why: paused, or its queue full; null when it takes one now. */
+  heldUntil(now: number): { until: Date; reason: string } | null {
+    if (now < this.pausedUntil) return { until: new Date(this.pausedUntil), reason: `${this.name} is paused: it asked us to slow down or did not answer` };
+    if (this.queue.length >= this.backlogLimit(now)) {
+      return { until: new Date(now + BUSY_RETRY_MS), reason: `${this.name} is busy: ${this.queue.length} attempts are waiting for a connection` };
+    }
+    return null;
+  }
+
+  /**
+   * How many attempts may wait for a connection: its share of the dispatcher's places, or about
+   * BACKLOG_WINDOW_MS of what got through lately when that is more.
+   */
   private backlogLimit(now: number): number {
     let recent = 0;
     for (const [second, count] of this.finished) {
       if (second * 1000 < now - BACKLOG_WINDOW_MS) this.finished.delete(second);
       else recent += count;
     }
-    return Math.max(this.limit * 2, recent);
+    return Math.max(this.limit * 2, this.settings.fairShare(), recent);
   }
 
   private countFinished(now: number): void {
@@ -259,7 +277,8 @@ export class Destination {
       for (const address of host.addresses) {
         if (remaining.length === 0) break;
         if (!connection || connection.session.closed || connection.remote.address !== address || connection.pool !== attempt.pool || connection.sent >= this.limits.messagesPerConnection) {
-          if (connection) void connection.session.quit();
+          // Closed before the next one opens, so that the destination never sees more connections than the cap.
+          if (connection) await connection.session.quit();
           connection = null;
           const opened = await this.connect(host.name, address, attempt.pool);
           if ('failure' in opened) {
@@ -292,7 +311,7 @@ export class Destination {
     }
     job.resolve(results);
     if (connection && (connection.session.closed || connection.sent >= this.limits.messagesPerConnection)) {
-      void connection.session.quit();
+      await connection.session.quit();
       return null;
     }
     return connection;

@@ -66,7 +66,10 @@ function poolRotation(config: Pick<Config, 'ipPools' | 'direct'>) {
  * grouped by domain, each group routed by its MX records and queued at its destination, whose
  * limits it then waits for. Answers each recipient's own outcome.
  */
-export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dnsServers' | 'dnsTimeoutMs'>, options: DirectOptions = {}): DirectTransport {
+export function directTransport(
+  config: Pick<Config, 'direct' | 'ipPools' | 'dnsServers' | 'dnsTimeoutMs' | 'dispatchBatchSize' | 'dispatchConcurrency'>,
+  options: DirectOptions = {},
+): DirectTransport {
   const now = options.now ?? Date.now;
   const routes = mxRoutes(dnsQuerier(config.dnsServers, config.dnsTimeoutMs));
   const scale = config.direct.timeoutScale;
@@ -81,6 +84,9 @@ export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dns
       dataEnd: Math.round(RFC_TIMEOUTS.dataEnd * scale),
     },
     backoffMs: config.direct.backoffMs,
+    // The dispatcher's places, shared among the destinations that have work and one more: a share
+    // stays free for the mail of a destination that has none yet.
+    fairShare: () => Math.floor((config.dispatchBatchSize * config.dispatchConcurrency) / ([...destinations.values()].filter((d) => d.busy).length + 1)),
     poolAddresses: pools,
     idleMs: IDLE_MS,
     now,
@@ -133,8 +139,20 @@ export function directTransport(config: Pick<Config, 'direct' | 'ipPools' | 'dns
     return (await Promise.all(parts)).flat().map((result) => ({ ...result, destination: route.destination }));
   }
 
+  /** The destination a domain's mail goes to, if it can be routed now. */
+  async function routedTo(domain: string): Promise<Destination | null> {
+    const route = await routes.route(domain).catch(() => null);
+    return route?.kind === 'hosts' ? destination(route.destination) : null;
+  }
+
   return {
     name: 'direct',
+    async admit(envelope) {
+      const now = options.now?.() ?? Date.now();
+      const holds = await Promise.all([...new Set(envelope.to.map(domainOf))].map(async (domain) => (await routedTo(domain))?.heldUntil(now)?.until ?? null));
+      // Held only when no domain of the email takes it now: the others would wait for nothing.
+      return holds.every((hold) => hold !== null) ? new Date(Math.min(...holds.map((hold) => hold!.getTime()))) : null;
+    },
     async send(_emailId, message, envelope, context): Promise<DeliveryResult> {
       if (!context) throw new Error('direct delivery needs the sending context (team, IP pool, deadline)');
       const byDomain = new Map<string, string[]>();
