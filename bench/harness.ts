@@ -15,7 +15,7 @@ import { CampaignRenderer } from '../src/campaigns/render.js';
 import { startReleaser } from '../src/campaigns/releaser.js';
 import { startMailroom, type RunningService } from '../src/main.js';
 import { startDispatcher } from '../src/sending/dispatcher.js';
-import { createTransport } from '../src/sending/transports/index.js';
+import { createTransport, type Transport } from '../src/sending/transports/index.js';
 import { createTeam } from '../src/services/teams.js';
 import { scratchDatabase } from './postgres.js';
 
@@ -71,19 +71,24 @@ export async function startLineProcess(script: string, args: string[] = []) {
   };
 }
 
-async function startSink() {
+/** Where the delivery goes, in a process of its own: it counts the messages it received. */
+export type BenchSink = { port: number; count(): Promise<number>; stop(): Promise<void> };
+
+async function startSink(): Promise<BenchSink> {
   const sink = await startLineProcess('bench/emails/sink.ts');
   return { ...sink, count: async () => Number((await sink.ask('?')).split(' ')[1]) };
 }
 
 const IMPORT_CHUNK = 10_000;
 
-/** A book of `total` contacts, imported through the API in bulk requests of 10,000. */
-export async function importBook(bench: Pick<BenchHarness, 'api'>, total: number): Promise<{ id: string }> {
+/** A book of `total` contacts, imported through the API in bulk requests of 10,000; `emailOf(i)` is the i-th one's address. */
+export async function importBook(
+  bench: Pick<BenchHarness, 'api'>, total: number, emailOf = (i: number) => `reader${i}@example.org`,
+): Promise<{ id: string }> {
   const book = await bench.api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
   for (let start = 0; start < total; start += IMPORT_CHUNK) {
     const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
-      email: `reader${start + i}@example.org`, firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
+      email: emailOf(start + i), firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
     }));
     await bench.api('POST', `/contactBooks/${book.id}/contacts/bulk`, rows);
   }
@@ -121,17 +126,24 @@ export type BenchHarness = {
   /** Collects garbage and starts counting peak RSS afresh, for a phase that should not carry an earlier one's. */
   resetPeakRss(): void;
   peakRssMb(): number;
-  /** Runs a dispatcher until no email is left to send; counts only what this call delivered. */
-  deliver(): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
+  /**
+   * Runs a dispatcher until no email is left to send; counts only what this call delivered. Its
+   * transport is the configuration's unless one is given.
+   */
+  deliver(transport?: Transport): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
   close(): Promise<void>;
 };
 
 /**
  * With `submission`, the SMTP submission listener (STARTTLS) on a free loopback port
- * (`server.submissionPort`); without, neither submission listener runs.
+ * (`server.submissionPort`); without, neither submission listener runs. The delivery goes to
+ * `sink` (which the harness then stops when it closes), by default a relay sink of its own, and
+ * `settings` override the server's (e.g. SMTP_URL=direct).
  */
-export async function startBenchHarness(databaseUrl?: string, options: { submission?: boolean } = {}): Promise<BenchHarness> {
-  const sink = await startSink();
+export async function startBenchHarness(
+  databaseUrl?: string, options: { submission?: boolean; sink?: BenchSink; settings?: Record<string, string> } = {},
+): Promise<BenchHarness> {
+  const sink = options.sink ?? await startSink();
   const database = databaseUrl ? await scratchDatabase(databaseUrl) : null;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-bench-'));
   let peakRss = 0;
@@ -144,6 +156,7 @@ export async function startBenchHarness(databaseUrl?: string, options: { submiss
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     // Off unless asked for: the defaults (2587, 2465) may be taken, and only the submission benchmark uses them.
     SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0',
+    ...options.settings,
   });
   // 0 set in code (not the environment, where it means off) takes a free port; implicit TLS stays off.
   if (options.submission) config.submissionPort = 0;
@@ -177,14 +190,14 @@ export async function startBenchHarness(databaseUrl?: string, options: { submiss
       peakRss = process.memoryUsage().rss;
     },
     peakRssMb: () => Math.round(peakRss / 1024 / 1024),
-    async deliver() {
+    async deliver(transport) {
       // What an earlier phase delivered is not this one's.
       const deliveredBefore = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n);
       const receivedBefore = await sink.count();
       const started = performance.now();
       const { deps } = server;
       const campaigns = new CampaignRenderer(deps.db, deps.config, deps.tokens);
-      const dispatcher = startDispatcher(deps, { transport: createTransport(deps.config), campaigns });
+      const dispatcher = startDispatcher(deps, { transport: transport ?? createTransport(deps.config), campaigns });
       // The sink is asked while mail flows, the database only once it has everything: on PGlite a
       // count of the queue runs in this very process, and polling it would slow what it measures.
       const due = Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n);

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark on PostgreSQL (when reachable) and on the embedded PGlite, with
  * the figures written to BENCHMARKS.md together with the machine and the date.
- * `npm run bench -- --only startup` measures the start alone and replaces only its section.
+ * `npm run bench -- --only startup` (or `--only direct`) measures that alone and replaces only its section.
  */
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { CampaignsBenchResult } from './campaigns.js';
 import type { ContactsBenchResult } from './contacts.js';
 import type { AcceptBenchResult } from './accept.js';
+import type { DirectBenchResult } from './direct.js';
 import type { EmailsBenchResult } from './emails.js';
 import { BENCH_SETTINGS } from './harness.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
@@ -82,22 +83,96 @@ function startupSection(r: StartupBenchResult): string[] {
   ];
 }
 
+const peaks = (byDestination: Record<string, number>) => Object.values(byDestination).join(', ');
+
+function directSection(results: DirectBenchResult[]): string[] {
+  const { contacts = 20_000, domains = 50, destinations = 5, rounds = 2 } = results[0] ?? {};
+  return [
+    '## Direct delivery',
+    '',
+    `Measured ${today()} on ${machine()}.`,
+    '',
+    `A campaign to a book of ${contacts.toLocaleString('en')} contacts spread evenly over ${domains} recipient domains (\`d0.test\` …), personalised and`,
+    'DKIM-signed as in the campaign benchmark, delivered with `SMTP_URL=direct`: a loopback DNS server (`DNS_SERVERS`) gives each',
+    `domain one MX, \`mx.pK-mail.test\`, a host of one of ${destinations} registrable domains, so ${destinations} destinations of ${domains / destinations} domains each; their A`,
+    'records are smtp-server receivers on 127.0.0.2, 127.0.0.3, … sharing one port (`DIRECT_MX_PORT`). DNS server and receivers',
+    'run in a process of their own (`bench/direct/receivers.ts`). Relay: the same campaign through `SMTP_URL` to the one sink of',
+    'the other benchmarks (a pool of `SMTP_POOL_SIZE`, 5 connections). Neither the receivers nor the sink offer STARTTLS (direct',
+    'delivery uses it where offered), so both sides carry the same bytes in the clear. Otherwise the defaults:',
+    '`DIRECT_MAX_CONNECTIONS` 10 per destination, `DIRECT_MESSAGES_PER_CONNECTION` 100. Each run is a process of its own on a',
+    `fresh database, in ${rounds} rounds, relay then direct, then direct then relay; rates are the means of the runs (each run's in`,
+    'the Runs column). Delivery: from the dispatcher\'s start until the receivers have every message and every outcome is',
+    'written; each receiver must have the mail of its own domains and no other. Ratio: direct over relay (the goal is ≥ 0.8).',
+    "Server CPU: of Mailroom's process during the delivery, per message (on PostgreSQL without the database's). Peak RSS: of",
+    'that process over release and delivery, the highest of the runs. Connections: the most TCP connections each',
+    "destination's receiver had open at once in any run, from accept to close; cap held: every one ≤ `DIRECT_MAX_CONNECTIONS`.",
+    'In use: the same, counting a connection from its EHLO to its QUIT only. Sends: messages handed to the transport per',
+    'message delivered; above 1, the destination postponed some untried (its queue was full) and they went back to the',
+    'queue in the database, to be claimed, composed and signed again.',
+    '',
+    '| Database | Messages | Direct (msg/s) | Relay (msg/s) | Ratio | Server CPU, direct / relay (ms/msg) | Peak RSS, direct / relay (MB) | Connections per destination (cap) | In use | Cap held | Sends per message, direct | Runs, direct; relay (msg/s) | Load average |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${r.database} | ${r.contacts.toLocaleString('en')} | ${r.direct.messagesPerSecond.toLocaleString('en')} | ${r.relay.messagesPerSecond.toLocaleString('en')} | ${r.ratio} | ` +
+        `${r.direct.serverCpuMsPerMessage} / ${r.relay.serverCpuMsPerMessage} | ${r.direct.peakRssMb} / ${r.relay.peakRssMb} | ` +
+        `${peaks(r.direct.peakConnections)} (${r.cap}) | ${peaks(r.direct.peakInUse)} | ${r.capHeld ? 'yes' : 'no'} | ${r.direct.sendsPerMessage} | ` +
+        `${r.direct.runs.map((n) => n.toLocaleString('en')).join(', ')}; ${r.relay.runs.map((n) => n.toLocaleString('en')).join(', ')} | ${r.loadAverage} |`,
+    ),
+    ...results.flatMap((r) =>
+      r.capHeld ? [] : ['', `**Cap not held on ${r.database}:** up to ${Math.max(...Object.values(r.direct.peakConnections))} connections open at once to one destination (cap ${r.cap}).`],
+    ),
+    '',
+  ];
+}
+
+async function measuredDatabases(): Promise<Array<'postgres' | 'pglite'>> {
+  if (await postgresReachable()) return ['postgres', 'pglite'];
+  console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
+  return ['pglite'];
+}
+
+const urlOf = (database: 'postgres' | 'pglite') => (database === 'postgres' ? benchPostgresUrl : '');
+
+/** Direct delivery beside the relay on each database (bench/direct.ts runs each delivery in a process of its own). */
+async function directBench(databases: Array<'postgres' | 'pglite'>): Promise<DirectBenchResult[]> {
+  const results: DirectBenchResult[] = [];
+  for (const database of databases) {
+    console.error(`direct delivery on ${database}…`);
+    results.push(await inOwnProcess('direct', [urlOf(database)]));
+  }
+  return results;
+}
+
+/** The sections that `--only <name>` measures alone: it replaces that section of BENCHMARKS.md, or adds it at the end. */
+const measuredAlone: Record<string, () => Promise<string[]>> = {
+  startup: async () => {
+    console.error('startup…');
+    return startupSection(await startupBench(STARTUP_RUNS));
+  },
+  direct: async () => directSection(await directBench(await measuredDatabases())),
+};
+
+/** The document with `section` (whose first line is its heading) in place of its namesake, or added at the end. */
+function withSection(document: string, section: string[]): string {
+  const text = section.join('\n').trimEnd();
+  const start = document.indexOf(`\n${section[0]}\n`);
+  if (start === -1) return `${document.trimEnd()}\n\n${text}\n`;
+  const end = document.indexOf('\n## ', start + 1);
+  return `${document.slice(0, start + 1)}${text}\n${end === -1 ? '' : document.slice(end)}`;
+}
+
 if (process.argv.includes('--only')) {
-  const only = process.argv[process.argv.indexOf('--only') + 1];
-  if (only !== 'startup') throw new Error(`--only takes "startup", not ${only}`);
-  console.error('startup…');
-  const section = startupSection(await startupBench(STARTUP_RUNS));
-  const existing = await readFile('BENCHMARKS.md', 'utf8');
-  const start = existing.indexOf('\n## Startup\n');
-  const end = start === -1 ? -1 : existing.indexOf('\n## ', start + 1);
-  const kept = start === -1 ? existing : existing.slice(0, start) + (end === -1 ? '' : existing.slice(end));
-  await writeFile('BENCHMARKS.md', `${kept.trimEnd()}\n\n${section.join('\n')}`);
+  const only = process.argv[process.argv.indexOf('--only') + 1] ?? '';
+  const measure = measuredAlone[only];
+  if (!measure) throw new Error(`--only takes ${Object.keys(measuredAlone).map((name) => `"${name}"`).join(' or ')}, not "${only}"`);
+  const section = await measure();
+  await writeFile('BENCHMARKS.md', withSection(await readFile('BENCHMARKS.md', 'utf8'), section));
   console.log(section.join('\n'));
   process.exit(0);
 }
 
-const databases: Array<'postgres' | 'pglite'> = (await postgresReachable()) ? ['postgres', 'pglite'] : ['pglite'];
-if (databases.length === 1) console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
+const databases = await measuredDatabases();
 
 const accept: AcceptBenchResult[] = [];
 const contacts: ContactsBenchResult[] = [];
@@ -106,7 +181,7 @@ const campaigns: CampaignsBenchResult[] = [];
 const webhooks: Array<WebhooksBenchResult | { database: string; failure: string }> = [];
 const submission: SubmissionBenchResult[] = [];
 for (const database of databases) {
-  const url = database === 'postgres' ? benchPostgresUrl : '';
+  const url = urlOf(database);
   console.error(`accept path on ${database}…`);
   accept.push(await inOwnProcess('accept', [url]));
   console.error(`contacts on ${database}…`);
@@ -120,6 +195,7 @@ for (const database of databases) {
   console.error(`SMTP submission on ${database}…`);
   submission.push(await inOwnProcess('submission', [url]));
 }
+const direct = await directBench(databases);
 console.error('startup…');
 const startup = await startupBench(STARTUP_RUNS);
 // Only PostgreSQL shares the limit between processes; PGlite counts it in memory as before.
@@ -278,6 +354,7 @@ const lines = [
     : ['| postgres | – | – | – | – | – | – | – | – | – | – | – | – | – | – |']),
   '',
   ...startupSection(startup),
+  ...directSection(direct),
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));
 console.log(lines.join('\n'));
