@@ -212,7 +212,7 @@ export async function benchDirect(options: { databaseUrl?: string; contacts?: nu
     relay,
     ratio: Number((direct.messagesPerSecond / relay.messagesPerSecond).toFixed(2)),
     cap,
-    capHeld: Object.values(peakConnections).every((peak) => peak <= cap),
+    capHeld: Object.values(peakInUse).every((peak) => peak <= cap),
     loadAverage: Number(os.loadavg()[0]!.toFixed(1)),
   };
 }

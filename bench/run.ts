@@ -104,23 +104,24 @@ function directSection(results: DirectBenchResult[]): string[] {
     'the Runs column). Delivery: from the dispatcher\'s start until the receivers have every message and every outcome is',
     'written; each receiver must have the mail of its own domains and no other. Ratio: direct over relay (the goal is ≥ 0.8).',
     "Server CPU: of Mailroom's process during the delivery, per message (on PostgreSQL without the database's). Peak RSS: of",
-    'that process over release and delivery, the highest of the runs. Connections: the most TCP connections each',
-    "destination's receiver had open at once in any run, from accept to close; cap held: every one ≤ `DIRECT_MAX_CONNECTIONS`.",
-    'In use: the same, counting a connection from its EHLO to its QUIT only. Sends: messages handed to the transport per',
+    "that process over release and delivery, the highest of the runs. In use: the most sessions each destination's receiver",
+    'had at once in any run, from the EHLO to the QUIT; cap held: every one ≤ `DIRECT_MAX_CONNECTIONS`. Connections: the same',
+    'at the TCP level, from accept to close: a connection the sender has quit (and closed on its side before opening the',
+    'next) counts there until the receiver sees its socket gone, which may come after it accepts the next. Sends: messages handed to the transport per',
     'message delivered; above 1, the destination postponed some untried (its queue was full) and they went back to the',
     'queue in the database, to be claimed, composed and signed again.',
     '',
-    '| Database | Messages | Direct (msg/s) | Relay (msg/s) | Ratio | Server CPU, direct / relay (ms/msg) | Peak RSS, direct / relay (MB) | Connections per destination (cap) | In use | Cap held | Sends per message, direct | Runs, direct; relay (msg/s) | Load average |',
+    '| Database | Messages | Direct (msg/s) | Relay (msg/s) | Ratio | Server CPU, direct / relay (ms/msg) | Peak RSS, direct / relay (MB) | In use per destination (cap) | Connections | Cap held | Sends per message, direct | Runs, direct; relay (msg/s) | Load average |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
         `| ${r.database} | ${r.contacts.toLocaleString('en')} | ${r.direct.messagesPerSecond.toLocaleString('en')} | ${r.relay.messagesPerSecond.toLocaleString('en')} | ${r.ratio} | ` +
         `${r.direct.serverCpuMsPerMessage} / ${r.relay.serverCpuMsPerMessage} | ${r.direct.peakRssMb} / ${r.relay.peakRssMb} | ` +
-        `${peaks(r.direct.peakConnections)} (${r.cap}) | ${peaks(r.direct.peakInUse)} | ${r.capHeld ? 'yes' : 'no'} | ${r.direct.sendsPerMessage} | ` +
+        `${peaks(r.direct.peakInUse)} (${r.cap}) | ${peaks(r.direct.peakConnections)} | ${r.capHeld ? 'yes' : 'no'} | ${r.direct.sendsPerMessage} | ` +
         `${r.direct.runs.map((n) => n.toLocaleString('en')).join(', ')}; ${r.relay.runs.map((n) => n.toLocaleString('en')).join(', ')} | ${r.loadAverage} |`,
     ),
     ...results.flatMap((r) =>
-      r.capHeld ? [] : ['', `**Cap not held on ${r.database}:** up to ${Math.max(...Object.values(r.direct.peakConnections))} connections open at once to one destination (cap ${r.cap}).`],
+      r.capHeld ? [] : ['', `**Cap not held on ${r.database}:** up to ${Math.max(...Object.values(r.direct.peakInUse))} sessions at once to one destination (cap ${r.cap}).`],
     ),
     '',
   ];

@@ -232,6 +232,23 @@ describe('direct delivery: one provider at its limits', () => {
     expect(alpha.peakSessions).toBeGreaterThanOrEqual(1);
   });
 
+  it('mail sent ahead on a connection (PIPELINING) behind a message refused for now is reset and sent later, once, never empty', async () => {
+    const alpha1 = rig.mx.byAddress(ALPHA_1);
+    let refused = false;
+    alpha1.behaviour = {
+      replyDelayMs: 20,
+      data: (message) => (!refused && message.raw.toString('latin1').includes('Subject: Refuse me once') ? ((refused = true), { code: 451, message: '4.3.0 try the other one' }) : null),
+    };
+    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => send(rig, { to: `p${i}@a.test`, subject: i === 3 ? 'Refuse me once' : `Piped ${i}` })));
+    for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
+    expect(refused).toBe(true);
+    const messages = ids.map((id) => messageOf(rig, id));
+    expect(messages.map((copies) => copies.length)).toEqual(Array(12).fill(1));
+    expect(messages.flat().every((m) => /^Subject: /m.test(m.raw.toString('latin1')))).toBe(true);
+    expect(messages[3]![0]!.receiver).toBe(ALPHA_2);
+    alpha1.behaviour = {};
+  });
+
   it('a slow destination keeps only its share of the dispatcher\'s places: a healthy one gets all of its mail while the slow one is still at its first', async () => {
     const gamma = rig.mx.byAddress(GAMMA);
     // Slow, but within the (scaled) 1.2 s the end of DATA may take.

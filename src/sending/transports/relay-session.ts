@@ -147,10 +147,21 @@ export class RelaySession {
   }
 
   /** Says goodbye and closes; never fails. */
+  /**
+   * Says goodbye and closes, once the server has closed its side (or a few seconds have passed):
+   * a connection that counts against a server's limit is gone from its side before we open the
+   * next. Never fails.
+   */
   async quit(): Promise<void> {
     if (this.failure) return;
+    const limit = Math.min(this.timeouts.reply, QUIT_TIMEOUT_MS);
+    const closed = new Promise<void>((resolve) => {
+      this.onClose(resolve);
+      setTimeout(resolve, limit).unref();
+    });
     // A server slow to say goodbye is not waited for as long as for a reply that matters.
-    await this.send(['QUIT\r\n'], 1, Math.min(this.timeouts.reply, QUIT_TIMEOUT_MS))[0]!.catch(() => undefined);
+    const bye = await this.send(['QUIT\r\n'], 1, limit)[0]!.catch(() => null);
+    if (bye) await closed;
     this.destroy();
   }
 

@@ -1,5 +1,5 @@
 import type { PoolAddress } from '../../../config.js';
-import { RelaySession, type SessionTimeouts } from '../relay-session.js';
+import { positive, RelaySession, type Reply, type SessionTimeouts } from '../relay-session.js';
 import { deferred, postponed, type Attempt, type RecipientResult, type Remote } from './attempt.js';
 import { transact } from './mx-transaction.js';
 
@@ -29,6 +29,9 @@ export type OutcomeCounter = (teamId: number, destination: string, status: 'deli
 type Job = { attempt: Attempt; leaveBy: number; resolve(results: RecipientResult[]): void };
 
 type Connection = { session: RelaySession; remote: Remote; pool: string; localAddress: string | null; sent: number };
+
+/** An attempt whose envelope went out behind the message before it, and the replies owed to it. */
+type Ahead = { job: Job; replies: Promise<Reply>[] };
 
 const MAX_PAUSE_FACTOR = 30;
 const ONE_MINUTE = 60_000;
@@ -133,12 +136,16 @@ export class Destination {
     });
   }
 
-  /** One runner: takes attempts one after another over one connection, reconnecting where an attempt needs another server. */
+  /**
+   * One runner: takes attempts one after another over one connection, reconnecting where an attempt
+   * needs another server. An attempt whose envelope went out behind the one before comes first.
+   */
   private async run(): Promise<void> {
     let connection: Connection | null = null;
+    let ahead: Ahead | null = null;
     try {
-      for (let job = await this.next(connection); job; job = await this.next(connection)) {
-        connection = await this.deliver(job, connection);
+      for (let job = await this.next(connection); job; job = ahead?.job ?? (await this.next(connection))) {
+        ({ connection, ahead } = await this.deliver(job, connection, ahead?.replies));
       }
     } finally {
       if (connection) await connection.session.quit();
@@ -257,17 +264,48 @@ export class Destination {
    * settled; what no server settled is deferred with the last refusal. Answers the connection to
    * keep for the next attempt.
    */
-  private async deliver(job: Job, kept: Connection | null): Promise<Connection | null> {
+  private async deliver(job: Job, kept: Connection | null, envelopeReplies: Promise<Reply>[] | undefined): Promise<{ connection: Connection | null; ahead: Ahead | null }> {
     this.active.add(job);
     try {
-      return await this.deliverVia(job, kept);
+      return await this.deliverVia(job, kept, envelopeReplies);
     } finally {
       this.active.delete(job);
     }
   }
 
-  private async deliverVia(job: Job, kept: Connection | null): Promise<Connection | null> {
+  /**
+   * The next attempt, taken from the queue to go out behind the message under way on `connection`
+   * (PIPELINING), when it goes to the same server from the same pool and may start now.
+   */
+  private takeAhead(connection: Connection): Job | null {
+    const now = this.settings.now();
+    const head = this.queue[0];
+    if (!head || this.closing || now < this.pausedUntil || this.rateWait(now) > 0) return null;
+    if (connection.sent + 1 >= this.limits.messagesPerConnection || head.attempt.pool !== connection.pool) return null;
+    if (head.attempt.hosts[0]?.addresses[0] !== connection.remote.address) return null;
+    this.queue.shift();
+    this.starts.push(now);
+    return head;
+  }
+
+  /**
+   * An attempt that went out ahead but cannot follow on this connection (the one before it needs
+   * another server) goes back to the head of the queue. A DATA the server opened for it cannot be
+   * taken back (its end would deliver an empty message): the connection is dropped; an envelope
+   * short of that is reset.
+   */
+  private async putBack(ahead: Ahead, connection: Connection): Promise<void> {
+    const replies = await Promise.all(ahead.replies.map((reply) => reply.catch(() => null)));
+    if (replies.at(-1)?.code === 354) connection.session.destroy();
+    else if (!connection.session.closed && replies.some((reply) => reply && positive(reply))) {
+      await connection.session.command('RSET').catch(() => connection.session.destroy());
+    }
+    this.queue.unshift(ahead.job);
+  }
+
+  private async deliverVia(job: Job, kept: Connection | null, envelopeReplies: Promise<Reply>[] | undefined): Promise<{ connection: Connection | null; ahead: Ahead | null }> {
     const { attempt } = job;
+    let ahead: Ahead | null = null;
     const results: RecipientResult[] = [];
     let remaining = attempt.recipients;
     let refusal: { reply: string; code: number | null; remote: Remote | null } = { reply: 'no mail server of the domain could be reached', code: null, remote: null };
@@ -290,9 +328,23 @@ export class Destination {
         }
         reached = true;
         connection.sent++;
-        const done = await transact(connection.session, attempt.from, remaining, attempt.message, connection.remote);
+        const open = connection;
+        let taken: Job | null = null;
+        const lookahead = () => {
+          taken = this.takeAhead(open);
+          return taken && { from: taken.attempt.from, recipients: taken.attempt.recipients };
+        };
+        // The envelope sent ahead for this attempt answers its first transaction, on this connection.
+        const replies = connection === kept ? envelopeReplies : undefined;
+        envelopeReplies = undefined;
+        const done = await transact(connection.session, { from: attempt.from, recipients: remaining, body: attempt.message }, connection.remote, { envelopeReplies: replies, lookahead });
+        if (taken && done.ahead) ahead = { job: taken, replies: done.ahead };
         results.push(...done.settled);
         remaining = done.retry;
+        if (ahead && remaining.length > 0) {
+          await this.putBack(ahead, connection);
+          ahead = null;
+        }
         if (done.refusal) refusal = { ...done.refusal, remote: connection.remote };
         if (done.slowDown) this.slowDown();
         if (done.settled.some((result) => result.status === 'delivered')) this.recovered();
@@ -311,10 +363,11 @@ export class Destination {
     }
     job.resolve(results);
     if (connection && (connection.session.closed || connection.sent >= this.limits.messagesPerConnection)) {
+      if (ahead) this.queue.unshift(ahead.job);
       await connection.session.quit();
-      return null;
+      return { connection: null, ahead: null };
     }
-    return connection;
+    return { connection, ahead };
   }
 
   private async connect(host: string, address: string, pool: string): Promise<Connection | { failure: string; code: number | null; slowDown: boolean }> {

@@ -11,7 +11,12 @@ export type Transacted = {
   retry: string[];
   refusal: { reply: string; code: number | null } | null;
   slowDown: boolean;
+  /** The replies owed to the next message's envelope, when it went out behind this message. */
+  ahead: Promise<Reply>[] | null;
 };
+
+/** The envelope of the message to send behind this one on the same session (PIPELINING), if there is one. */
+export type Lookahead = () => { from: string; recipients: string[] } | null;
 
 const refusalOf = (reply: Reply) => ({ reply: reply.text, code: reply.code });
 
@@ -22,18 +27,24 @@ const refusalOf = (reply: Reply) => ({ reply: reply.text, code: reply.code });
  * on. A session lost before the final dot sends everyone on; after it the message may have arrived,
  * so its recipients are deferred to a later attempt rather than tried again at once.
  */
-export async function transact(session: RelaySession, from: string, recipients: string[], message: Buffer, remote: Remote): Promise<Transacted> {
+export async function transact(
+  session: RelaySession,
+  message: { from: string; recipients: string[]; body: Buffer },
+  remote: Remote,
+  pipelined: { envelopeReplies?: Promise<Reply>[]; lookahead?: Lookahead } = {},
+): Promise<Transacted> {
+  const { from, recipients, body } = message;
   let replies: Reply[];
   try {
-    replies = await session.sendEnvelope(session.envelopeCommands({ from, to: recipients }));
+    replies = await (pipelined.envelopeReplies ? Promise.all(pipelined.envelopeReplies) : session.sendEnvelope(session.envelopeCommands({ from, to: recipients })));
   } catch (error) {
     return lostBeforeData(error, recipients);
   }
   const [mail, ...rest] = replies as [Reply, ...Reply[]];
   if (!positive(mail)) {
     // A sender refused for good is not the recipients' fault: bounced, never suppressed.
-    if (mail.code >= 500) return { settled: bounced(recipients, mail.text, mail.code, remote, false), retry: [], refusal: refusalOf(mail), slowDown: false };
-    return { settled: [], retry: recipients, refusal: refusalOf(mail), slowDown: saysSlowDown(mail.code, mail.text) };
+    if (mail.code >= 500) return { settled: bounced(recipients, mail.text, mail.code, remote, false), retry: [], refusal: refusalOf(mail), slowDown: false, ahead: null };
+    return { settled: [], retry: recipients, refusal: refusalOf(mail), slowDown: saysSlowDown(mail.code, mail.text), ahead: null };
   }
   const data = rest.length === recipients.length + 1 ? rest.pop()! : null;
   const settled: RecipientResult[] = [];
@@ -59,14 +70,20 @@ export async function transact(session: RelaySession, from: string, recipients: 
       else retry.push(...accepted);
     }
     await endTransaction(session, data);
-    return { settled, retry, refusal, slowDown };
+    return { settled, retry, refusal, slowDown, ahead: null };
   }
+  // With PIPELINING the next message's envelope goes out behind this one's final dot, in one write.
+  const next = session.pipelining ? (pipelined.lookahead?.() ?? null) : null;
+  const nextCommands = next ? session.envelopeCommands({ from: next.from, to: next.recipients }) : [];
+  const [finalReply, ...ahead] = session.send([...dataBlock(body), ...nextCommands], 1 + nextCommands.length, session.timeouts.dataEnd);
+  for (const reply of ahead) reply.catch(() => undefined);
+  const aheadOrNull = next ? ahead : null;
   let final: Reply;
   try {
-    final = await session.send(dataBlock(message), 1, session.timeouts.dataEnd)[0]!;
+    final = await finalReply!;
   } catch (error) {
     const failure = error as SessionFailure;
-    return { settled: [...settled, ...deferred(accepted, `no reply after the message was sent: ${failure.message}`, failure.code ?? null, remote)], retry, refusal, slowDown };
+    return { settled: [...settled, ...deferred(accepted, `no reply after the message was sent: ${failure.message}`, failure.code ?? null, remote)], retry, refusal, slowDown, ahead: aheadOrNull };
   }
   if (positive(final)) {
     settled.push(...accepted.map((address): RecipientResult => ({ address, status: 'delivered', reply: final.text, remote })));
@@ -76,7 +93,7 @@ export async function transact(session: RelaySession, from: string, recipients: 
     if (final.code >= 500) settled.push(...bounced(accepted, final.text, final.code, remote, true));
     else retry.push(...accepted);
   }
-  return { settled, retry, refusal, slowDown };
+  return { settled, retry, refusal, slowDown, ahead: aheadOrNull };
 }
 
 function lostBeforeData(error: unknown, recipients: string[]): Transacted {
@@ -86,6 +103,7 @@ function lostBeforeData(error: unknown, recipients: string[]): Transacted {
     retry: recipients,
     refusal: { reply: failure.message, code: failure.code },
     slowDown: saysSlowDown(failure.code, failure.message),
+    ahead: null,
   };
 }
 
