@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { DIRECT_TEST_SETTINGS } from './helpers/direct-delivery.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, verifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
@@ -20,16 +21,8 @@ const HEALTHY = '127.0.0.4';
 const SLOW = '127.0.0.5';
 const HOSTILE_MX = 'mx.<b>x</b>-mail.test';
 
-// As test/direct-delivery.test.ts, but the pause after a 421 is a minute, as in production: long
-// enough to still be on when the browser looks.
-const DIRECT = {
-  SMTP_URL: 'direct',
-  EHLO_NAME: 'out.mailroom.test',
-  DIRECT_TIMEOUT_SCALE: '0.002',
-  DIRECT_BACKOFF_MS: '60000',
-  SEND_RETRY_BASE_MS: '200',
-  DISPATCH_POLL_MS: '50',
-};
+// The pause after a 421 is a minute, as in production: long enough to still be on when the browser looks.
+const DIRECT = { ...DIRECT_TEST_SETTINGS, DIRECT_BACKOFF_MS: '60000' };
 
 let dns: TestDnsServer;
 let mx: MxReceivers;

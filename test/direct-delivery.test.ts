@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
+import { DIRECT_TEST_SETTINGS } from './helpers/direct-delivery.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { settled, statusesOf, waitForEmail } from './helpers/emails.js';
@@ -22,16 +23,6 @@ const ALPHA_2 = '127.0.0.3';
 const BETA = '127.0.0.4';
 const GAMMA = '127.0.0.5';
 const IMPLICIT = '127.0.0.6';
-
-/** Settings that let the rules show within a test: RFC timeouts at 1/500, pauses of a fraction of a second. */
-const FAST = {
-  SMTP_URL: 'direct',
-  EHLO_NAME: 'out.mailroom.test',
-  DIRECT_TIMEOUT_SCALE: '0.002',
-  DIRECT_BACKOFF_MS: '400',
-  SEND_RETRY_BASE_MS: '200',
-  DISPATCH_POLL_MS: '50',
-};
 
 function serveZone(dns: TestDnsServer) {
   dns.set('mx1.alpha-mail.test', [{ type: 'A', address: ALPHA_1 }]);
@@ -53,7 +44,7 @@ type Rig = { dns: TestDnsServer; mx: MxReceivers; server: TestServer; key: strin
 async function startRig(env: Record<string, string> = {}, options: { starttls?: boolean } = {}): Promise<Rig> {
   const [dns, mx] = await Promise.all([startDnsServer(), startMxReceivers([ALPHA_1, ALPHA_2, BETA, GAMMA, IMPLICIT], options)]);
   serveZone(dns);
-  const server = await startTestServer({ ...FAST, DNS_SERVERS: dns.address, DIRECT_MX_PORT: String(mx.port), ...env });
+  const server = await startTestServer({ ...DIRECT_TEST_SETTINGS, DNS_SERVERS: dns.address, DIRECT_MX_PORT: String(mx.port), ...env });
   const { apiKey: key } = await server.team('Direct');
   const domain = await verifiedDomain(server, key, 'sender.example');
   return {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDkim } from './helpers/dkim.js';
+import { DIRECT_TEST_SETTINGS } from './helpers/direct-delivery.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { dnsVerifiedDomain } from './helpers/domains.js';
 import { statusesOf, waitForEmail, settled } from './helpers/emails.js';
@@ -36,7 +37,7 @@ const drivers: Driver[] = [
   },
   {
     name: 'direct',
-    env: () => ({ SMTP_URL: 'direct', DIRECT_MX_PORT: String(mx.port), DIRECT_TIMEOUT_SCALE: '0.01' }),
+    env: () => ({ ...DIRECT_TEST_SETTINGS, DIRECT_MX_PORT: String(mx.port) }),
     async sent(_server, emailId) {
       const [message] = mx.all().filter((m) => messageIdOf(m.raw)?.startsWith(`${emailId}@`));
       return { raw: message!.raw, envelope: { from: message!.mailFrom, to: message!.rcptTo } };
