@@ -137,7 +137,9 @@ const envSchema = z.object({
   SPF_INCLUDE: hostName.optional(),
   INBOUND_SMTP_PORT: port(2525),
   INBOUND_SMTP_HOST: z.string().min(1).optional(),
-  INBOUND_SMTP_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  INBOUND_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
+  // The name INBOUND_MAX_BYTES had before the listener took mail for teams too.
+  INBOUND_SMTP_MAX_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
   REPUTATION_MAX_BOUNCE_RATE: z.coerce.number().min(0).max(100).default(5),
   REPUTATION_MAX_COMPLAINT_RATE: z.coerce.number().min(0).max(100).default(0.1),
   REPUTATION_MIN_DELIVERED: z.coerce.number().int().min(1).max(100_000_000).default(1000),
@@ -230,7 +232,8 @@ export type Config = {
   /** The bounce and feedback listener; null: not started. 0 (only set by code) takes a free port. */
   inboundSmtpPort: number | null;
   inboundSmtpHost: string;
-  inboundSmtpMaxBytes: number;
+  /** The largest message the inbound listener takes (announced in SIZE; larger ones get 552). */
+  inboundMaxBytes: number;
   /** Percentages of delivered mail above which the reputation guard pauses a domain's campaigns. */
   reputationMaxBounceRate: number;
   reputationMaxComplaintRate: number;
@@ -350,7 +353,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     spfInclude: e.SPF_INCLUDE ?? `_spf.${inboundMxHost}`,
     inboundSmtpPort: e.INBOUND_SMTP_PORT === 0 ? null : e.INBOUND_SMTP_PORT,
     inboundSmtpHost: e.INBOUND_SMTP_HOST ?? e.HOST,
-    inboundSmtpMaxBytes: e.INBOUND_SMTP_MAX_BYTES,
+    inboundMaxBytes: e.INBOUND_MAX_BYTES ?? e.INBOUND_SMTP_MAX_BYTES ?? 25 * 1024 * 1024,
     reputationMaxBounceRate: e.REPUTATION_MAX_BOUNCE_RATE,
     reputationMaxComplaintRate: e.REPUTATION_MAX_COMPLAINT_RATE,
     reputationMinDelivered: e.REPUTATION_MIN_DELIVERED,

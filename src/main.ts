@@ -24,6 +24,7 @@ import { loadSecret } from './secret.js';
 import { startDispatcher, type Dispatcher } from './sending/dispatcher.js';
 import { createTransport, type Transport } from './sending/transports/index.js';
 import { measuredTransport } from './sending/transports/measured.js';
+import { listenerCertificate, type Certificate } from './smtp/certificate.js';
 import type { DirectTransport } from './sending/transports/direct/index.js';
 import { DeliveryOutcomes, startDeliverabilityReporter } from './sending/deliverability-reporter.js';
 import { startHttpServer, type HttpServer } from './server.js';
@@ -159,11 +160,14 @@ export async function startMailroom(
     const transport = made && measuredTransport(made, deps.metrics);
     const http = (parts.http = await startHttpServer(deps, { api: config.role !== 'worker', relay: transport }));
     log.info('listening', { url: http.url, database: database.kind, role: config.role });
-    if (config.role !== 'worker') parts.submission = await startSubmission(deps);
+    // One certificate for both SMTP listeners, read (or made) once, when the first of them starts.
+    let certificate: Promise<Certificate> | undefined;
+    const certificateOf = () => (certificate ??= listenerCertificate(config, log));
+    if (config.role !== 'worker') parts.submission = await startSubmission(deps, certificateOf);
     if (transport) {
       if (config.inboundSmtpPort !== null) {
         try {
-          parts.inbound = await startInboundSmtp(deps, { host: config.inboundSmtpHost, port: config.inboundSmtpPort });
+          parts.inbound = await startInboundSmtp(deps, { host: config.inboundSmtpHost, port: config.inboundSmtpPort, certificate: await certificateOf() });
         } catch (error) {
           throw new Error(`The inbound SMTP listener could not start on ${config.inboundSmtpHost}:${config.inboundSmtpPort} (INBOUND_SMTP_PORT): ${(error as Error).message}`);
         }

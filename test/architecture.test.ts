@@ -16,6 +16,7 @@ const LAYERS: string[][] = [
   ['api', 'submission'],
   ['http'],
   ['feedback'],
+  ['inbound'],
   ['services'],
   ['campaigns'],
   ['sending'],

@@ -23,7 +23,7 @@ let env: Awaited<ReturnType<typeof startFeedbackServer>>;
 let team: FeedbackTeam;
 
 beforeAll(async () => {
-  env = await startFeedbackServer({ INBOUND_SMTP_MAX_BYTES: String(MAX_BYTES) });
+  env = await startFeedbackServer({ INBOUND_MAX_BYTES: String(MAX_BYTES) });
   team = await feedbackTeam(env.server, env.sink, 'feedback.test');
 }, 30_000);
 afterAll(() => env.stop());

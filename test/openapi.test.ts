@@ -50,7 +50,10 @@ describe('OpenAPI document', () => {
       } else {
         expect(operation.requestBody, what).toBeUndefined();
       }
-      expect(operation.responses['200'].content['application/json'].schema, what).toBeTruthy();
+      // A download is described as its bytes, of its media type; everything else answers JSON.
+      expect(operation.responses['200'].content[route.download ?? 'application/json'].schema, what).toEqual(
+        route.download ? { type: 'string', format: 'binary' } : expect.objectContaining({}),
+      );
       for (const status of ['400', '401', '403', '404', '429']) {
         expect(operation.responses[status].content['application/json'].schema, `${what} ${status}`).toEqual({
           // The interface description fixes the older shape for contact-book PATCH and DELETE.

@@ -51,6 +51,21 @@ export async function dropEmailBodies(db: Db, before: Date, now: Date, limit: nu
 }
 
 /**
+ * Drops the raw message, text and html of up to `limit` received messages older than `before`
+ * (their parsed fields and authentication stay). Uses inbound_emails_retention.
+ */
+export async function dropInboundContent(db: Db, before: Date, now: Date, limit: number): Promise<number> {
+  const result = await sql`
+    UPDATE inbound_emails SET raw = NULL, text = NULL, html = NULL, body_dropped_at = ${now}
+    WHERE (team_id, id) IN (
+      SELECT team_id, id FROM inbound_emails WHERE raw IS NOT NULL AND received_at < ${before}
+      ORDER BY received_at LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/**
  * Deletes up to `limit` webhook calls made before `before` that are done with (delivered, failed
  * or discarded); a PENDING call, due or waiting for a retry, stays whatever its age. Uses
  * webhook_calls_finished, then the primary key.

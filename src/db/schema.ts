@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { InboundAttachment } from '../smtp/received-message.js';
 
 /** Defaults to now() on insert, so writing it is optional. */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -81,6 +82,51 @@ export interface DestinationStatesTable {
   connection_limit: number;
   paused_until: Date | null;
   updated_at: Date;
+}
+
+export type InboundAction = 'store' | 'webhook' | 'forward';
+
+export interface InboundRoutesTable {
+  team_id: number;
+  id: string;
+  match: string;
+  domain: string;
+  /** Null: every address of the domain. */
+  local_part: string | null;
+  action: InboundAction;
+  forward_to: Json<string[]>;
+  /** Null: every webhook of the team that takes email.received. */
+  webhook_ids: ColumnType<string[] | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type AuthenticationResult = { result: string; [detail: string]: unknown };
+
+export interface InboundEmailsTable {
+  team_id: number;
+  id: string;
+  route_id: string | null;
+  mail_from: string;
+  rcpt_to: Json<string[]>;
+  client_address: string | null;
+  helo: string | null;
+  from_address: string | null;
+  to_addresses: Json<string[]>;
+  cc_addresses: Json<string[]>;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  headers: Json<Array<{ key: string; value: string }>>;
+  message_id: string | null;
+  in_reply_to: string | null;
+  in_reply_to_email_id: string | null;
+  attachments: Json<InboundAttachment[]>;
+  authentication: Json<{ spf: AuthenticationResult; dkim: AuthenticationResult; dmarc: AuthenticationResult }>;
+  size: number;
+  raw: Buffer | null;
+  received_at: Date;
+  body_dropped_at: Optional<Date>;
 }
 
 export interface ApiKeysTable {
@@ -339,4 +385,6 @@ export interface Database {
   domain_warmup_days: DomainWarmupDaysTable;
   delivery_stats: DeliveryStatsTable;
   destination_states: DestinationStatesTable;
+  inbound_routes: InboundRoutesTable;
+  inbound_emails: InboundEmailsTable;
 }

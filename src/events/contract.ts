@@ -138,6 +138,32 @@ const campaign = z.object({
   updatedAt: iso,
 });
 
+const authenticationResult = z
+  .object({ result: z.string().describe('pass, fail, softfail, neutral, none, temperror, permerror…') })
+  .catchall(z.unknown())
+  .describe('One check\'s result and what it was about (the domain, the selector, the policy)');
+
+/** Mail a team received (GET /v1/inbound/emails/{id}, and the payload of email.received). */
+export const inboundEmailSchema = z.object({
+  id: z.string(),
+  routeId: z.string().nullable().describe('The route that took it; null once that route is deleted'),
+  from: z.string().nullable().describe('The From address'),
+  to: z.array(z.string()),
+  cc: z.array(z.string()),
+  subject: z.string(),
+  text: z.string().nullable(),
+  html: z.string().nullable(),
+  headers: z.array(z.object({ key: z.string(), value: z.string() })).describe('Every header field, in order, names lower-cased'),
+  messageId: z.string().nullable(),
+  inReplyTo: z.string().nullable(),
+  inReplyToEmailId: z.string().nullable().describe('The email of the team this message answers (its In-Reply-To names it)'),
+  attachments: z.array(z.object({ id: z.string(), filename: z.string().nullable(), contentType: z.string(), size: z.number().int() })),
+  authentication: z.object({ spf: authenticationResult, dkim: authenticationResult, dmarc: authenticationResult }),
+  envelope: z.object({ from: z.string(), to: z.array(z.string()), clientAddress: z.string().nullable(), helo: z.string().nullable() }),
+  size: z.number().int().describe('The message\'s size in bytes'),
+  receivedAt: iso,
+});
+
 /**
  * Every event type, in the order the API lists them (upstream's names, and
  * `campaign.status_changed`, ours), with the schema of its payload's `data`.
@@ -156,6 +182,9 @@ export const EVENT_PAYLOADS = {
   'email.suppressed': email,
   'email.opened': email.extend({ open: z.object(reader) }),
   'email.clicked': email.extend({ click: z.object({ ...reader, url: z.string() }) }),
+  'email.received': inboundEmailSchema.extend({
+    truncated: z.boolean().describe('Whether text or html was cut at 256 KiB (GET /v1/inbound/emails/{id} has them whole)'),
+  }),
   'contact.created': contact,
   'contact.updated': contact,
   'contact.deleted': contact,

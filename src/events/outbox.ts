@@ -5,9 +5,9 @@ import type { Event, EventType } from './contract.js';
 /**
  * One event for the outbox: whose it is, its subject (one subject's calls to a webhook go out in
  * the order they were written), the domain whose webhooks may filter on it (email events), when
- * it happened, and the event itself.
+ * it happened, the event itself, and the only webhooks that may hear it (an inbound route's).
  */
-export type Reported = { teamId: number; subjectKey: string | null; domainId: number | null; at: Date; event: Event };
+export type Reported = { teamId: number; subjectKey: string | null; domainId: number | null; at: Date; event: Event; onlyWebhooks?: string[] };
 
 export const callRow = (reported: Reported): CallRow => ({
   team_id: reported.teamId,
@@ -16,6 +16,7 @@ export const callRow = (reported: Reported): CallRow => ({
   domain_id: reported.domainId,
   data: reported.event.data,
   at_ms: reported.at.getTime(),
+  ...(reported.onlyWebhooks && { webhook_ids: reported.onlyWebhooks }),
 });
 
 /** Writes the calls the events owe to the webhooks that take them, in the caller's transaction, in order. */

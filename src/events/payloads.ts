@@ -2,6 +2,7 @@ import type { CampaignRow } from '../data/campaigns.js';
 import type { ContactRow } from '../data/contacts.js';
 import type { DomainRow } from '../data/domains.js';
 import type { EmailRow } from '../data/emails.js';
+import type { InboundEmailRow } from '../data/inbound-emails.js';
 import type { CampaignStatus, EmailStatus } from '../db/schema.js';
 import { emailEventType, type EmailEventType, type Event } from './contract.js';
 
@@ -143,5 +144,41 @@ export function campaignStatusChanged(row: CampaignState, previousStatus: Campai
       delivered: row.delivered,
       updatedAt: iso(row.updated_at),
     },
+  };
+}
+
+/** Mail a team received, as the API shows it. */
+export function inboundEmailData(row: InboundEmailRow) {
+  return {
+    id: row.id,
+    routeId: row.route_id,
+    from: row.from_address,
+    to: row.to_addresses,
+    cc: row.cc_addresses,
+    subject: row.subject,
+    text: row.text,
+    html: row.html,
+    headers: row.headers,
+    messageId: row.message_id,
+    inReplyTo: row.in_reply_to,
+    inReplyToEmailId: row.in_reply_to_email_id,
+    attachments: row.attachments,
+    authentication: row.authentication,
+    envelope: { from: row.mail_from, to: row.rcpt_to, clientAddress: row.client_address, helo: row.helo },
+    size: row.size,
+    receivedAt: iso(row.received_at),
+  };
+}
+
+// A webhook call carries at most this much of each body; the API has the rest.
+const BODY_IN_CALL_CHARS = 256 * 1024;
+
+/** email.received: the mail as stored, its text and html cut at 256 KiB (`truncated` says so). */
+export function emailReceived(row: InboundEmailRow): Extract<Event, { type: 'email.received' }> {
+  const cut = (body: string | null) => (body !== null && body.length > BODY_IN_CALL_CHARS ? body.slice(0, BODY_IN_CALL_CHARS) : body);
+  const data = inboundEmailData(row);
+  return {
+    type: 'email.received',
+    data: { ...data, text: cut(data.text), html: cut(data.html), truncated: cut(data.text) !== data.text || cut(data.html) !== data.html },
   };
 }

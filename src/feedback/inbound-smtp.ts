@@ -1,17 +1,25 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
+import { routeForAddress } from '../data/inbound-routes.js';
+import { authenticateMessage, authenticationResolver } from '../inbound/authenticate.js';
+import { receive, type ReceiveDeps, type RouteClaim } from '../inbound/receive.js';
 import type { Logger } from '../log.js';
+import { asciiHostname, domainOf } from '../mail/address.js';
 import { parseVerp, type VerpAddress } from '../mail/verp.js';
+import type { Certificate } from '../smtp/certificate.js';
 import { applyReport, resolveInboundRecipient, unsubscribeByMail, type FeedbackDeps } from './attribution.js';
 import { ClientLimits } from '../smtp/client-limits.js';
-import { listen, MessageCutOff, readMessage, smtpError } from '../smtp/listener-parts.js';
+import { listen, MessageCutOff, smtpError, spoolMessage } from '../smtp/listener-parts.js';
 import { parseReport, type Report } from './reports.js';
 
-export type InboundDeps = FeedbackDeps & { log: Logger; config: FeedbackDeps['config'] & Pick<Config, 'inboundSmtpMaxBytes' | 'smtpListenerSessionTimeoutMs'> };
+export type InboundDeps = FeedbackDeps &
+  ReceiveDeps & { log: Logger; config: FeedbackDeps['config'] & Pick<Config, 'inboundMaxBytes' | 'smtpListenerSessionTimeoutMs' | 'dataDir' | 'dnsServers' | 'dnsTimeoutMs' | 'inboundMxHost'> };
 export type InboundListener = { port: number; close(): Promise<void> };
 
-// A report names one message; more of our addresses than this in one transaction is not feedback.
-const MAX_RECIPIENTS = 10;
+// RFC 5321 §4.5.3.1.8's least a server must take; a report names one message, routed mail may go to a few dozen.
+const MAX_RECIPIENTS = 100;
 const MAX_CLIENTS = 100;
 // A receiving MTA sends its reports over a few connections, a dozen commands per message; a big
 // one sends from several addresses of one network.
@@ -20,18 +28,50 @@ const MAX_CLIENTS_PER_NETWORK = 20;
 const MAX_COMMANDS_PER_SESSION = 1000;
 const SOCKET_TIMEOUT_MS = 60_000;
 
-/**
- * The listener the return-path hosts' MX records point at. Recipients are checked at RCPT (only
- * Mailroom's VERP and feedback-loop addresses of known emails and domains); a DSN or ARF report
- * becomes events through the one event function, a message to a List-Unsubscribe address
- * unsubscribes. Mail that cannot be read or attributed is logged and dropped: refusing it after
- * DATA would only make the sender bounce the bounce. A database fault answers 451, so the sender
- * tries again later.
- */
-export async function startInboundSmtp(deps: InboundDeps, options: { host: string; port: number }): Promise<InboundListener> {
-  const { log } = deps;
+/** The route that takes an address, whatever its team: its own, else its domain's wildcard. */
+async function routeOf(deps: Pick<InboundDeps, 'db'>, address: string) {
+  const at = address.lastIndexOf('@');
+  const domain = asciiHostname(domainOf(address));
+  return at > 0 && domain ? routeForAddress(deps.db, domain, address.slice(0, at).toLowerCase()) : undefined;
+}
 
-  const handle = async (raw: Buffer, session: SMTPServerSession) => {
+/**
+ * The listener the MX records point at: the return-path hosts' (bounces, complaints, mailto
+ * unsubscribes) and the domains teams route. Recipients are checked at RCPT: Mailroom's VERP and
+ * feedback-loop addresses of known emails and domains, and the addresses a route claims; anything
+ * else is 550, so no one is ever sent a bounce for mail to an address nobody takes. A DSN or ARF
+ * report becomes events through the one event function, a message to a List-Unsubscribe address
+ * unsubscribes; feedback that cannot be read or attributed is logged and dropped (refusing it
+ * after DATA would only make the sender bounce the bounce). Routed mail is authenticated, parsed
+ * and stored, with its webhook calls or forward, before the 250. A database fault answers 451, so
+ * the sender tries again later.
+ */
+export async function startInboundSmtp(deps: InboundDeps, options: { host: string; port: number; certificate: Certificate }): Promise<InboundListener> {
+  const { log } = deps;
+  const spool = path.join(deps.config.dataDir, 'inbound');
+  await mkdir(spool, { recursive: true, mode: 0o700 });
+  const resolver = authenticationResolver(deps.config.dnsServers, deps.config.dnsTimeoutMs);
+
+  /** Routed mail: each route that claims some of the recipients keeps its own copy. */
+  const receiveRouted = async (raw: Buffer, session: SMTPServerSession) => {
+    const claims = new Map<string, RouteClaim>();
+    for (const { address } of session.envelope.rcptTo) {
+      if (parseVerp(address)) continue;
+      const route = await routeOf(deps, address);
+      if (!route) continue;
+      const key = `${route.team_id}:${route.id}`;
+      const claim = claims.get(key) ?? claims.set(key, { route, recipients: [] }).get(key)!;
+      claim.recipients.push(address.toLowerCase());
+    }
+    if (claims.size === 0) return;
+    const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const client = { clientAddress: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null };
+    const authentication = await authenticateMessage(raw, { from, ...client }, { resolver, mta: deps.config.inboundMxHost });
+    const stored = await receive(deps, { raw, from, ...client, receivedAt: new Date() }, [...claims.values()], authentication);
+    log.info('inbound mail stored', { ids: stored.map((row) => row.id), bytes: raw.length, from });
+  };
+
+  const handleFeedback = async (raw: Buffer, session: SMTPServerSession) => {
     const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
     const targets = session.envelope.rcptTo.map((rcpt) => parseVerp(rcpt.address)).filter((to): to is VerpAddress => to !== null);
     let report: Report | null | undefined;
@@ -63,16 +103,18 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
     commandsPerSession: MAX_COMMANDS_PER_SESSION,
     commandMs: SOCKET_TIMEOUT_MS,
     sessionMs: deps.config.smtpListenerSessionTimeoutMs,
-    maxMessageBytes: deps.config.inboundSmtpMaxBytes,
+    maxMessageBytes: deps.config.inboundMaxBytes,
   });
   const server: SMTPServer = new SMTPServer({
-    banner: 'Mailroom feedback receiver',
+    banner: 'Mailroom inbound',
     name: options.host,
-    // Bounces arrive unauthenticated and, on a private host, in the clear.
-    disabledCommands: ['AUTH', 'STARTTLS'],
+    // Mail from the world arrives unauthenticated; STARTTLS is offered, never required.
+    disabledCommands: ['AUTH'],
+    key: options.certificate.key,
+    cert: options.certificate.cert,
     authOptional: true,
     logger: false,
-    size: deps.config.inboundSmtpMaxBytes,
+    size: deps.config.inboundMaxBytes,
     rejectOversized: true,
     maxRecipients: MAX_RECIPIENTS,
     maxClients: MAX_CLIENTS,
@@ -81,8 +123,9 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
     onConnect: (session, callback) => limits.admit(server, session, callback),
     onClose: (session) => limits.release(session),
     onRcptTo(address, _session, callback) {
-      resolveInboundRecipient(deps, address.address).then(
-        (to) => callback(to ? undefined : smtpError(550, '5.1.1 No such recipient here')),
+      const claimed = async () => (await resolveInboundRecipient(deps, address.address)) !== null || (await routeOf(deps, address.address)) !== undefined;
+      claimed().then(
+        (taken) => callback(taken ? undefined : smtpError(550, '5.1.1 No such recipient here')),
         (error: unknown) => {
           log.error('checking an inbound recipient failed', { error });
           callback(smtpError(451, '4.3.0 Temporary failure, try again later'));
@@ -90,13 +133,16 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
       );
     },
     onData(stream, session, callback) {
-      readMessage(stream)
+      spoolMessage(stream, spool)
         .then(async (raw) => {
           if (raw === null) {
-            log.warn('inbound mail refused: over the size limit', { limit: deps.config.inboundSmtpMaxBytes });
+            log.warn('inbound mail refused: over the size limit', { limit: deps.config.inboundMaxBytes });
             return callback(smtpError(552, '5.3.4 Message too big'));
           }
-          await handle(raw, session);
+          // Feedback first: applied twice it counts once (each report keys its events), so a fault
+          // storing routed mail after it, answered 451 and sent again, repeats nothing.
+          await handleFeedback(raw, session);
+          await receiveRouted(raw, session);
           callback();
         })
         .catch((error: unknown) => {

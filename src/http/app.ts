@@ -8,7 +8,7 @@ import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
 import { healthRoute } from './health.js';
 import { parseInput } from './input.js';
-import { readJsonBody, sendError, sendJson } from './json.js';
+import { readJsonBody, sendDownload, sendError, sendJson } from './json.js';
 import { metricsRoute, requestMetrics } from './metrics.js';
 import { buildOpenApi } from './openapi.js';
 import { bySpecificity, type RouteDef } from './route.js';
@@ -165,5 +165,5 @@ async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   const raw = await readJsonBody(c);
   const body = route.body ? parseInput(route.body, raw) : undefined;
   const result = await route.handler({ params, query, body, auth, deps, c } as never);
-  return sendJson(c, result);
+  return route.download ? sendDownload(c, result as Parameters<typeof sendDownload>[1]) : sendJson(c, result);
 }

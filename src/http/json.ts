@@ -8,6 +8,21 @@ export function sendJson(c: Context, body: unknown, status: ContentfulStatusCode
   return c.body(JSON.stringify(body), status, { 'Content-Type': JSON_TYPE });
 }
 
+/**
+ * Bytes as they are (a raw message, an attachment): always a download, never rendered, and under
+ * a policy that runs and loads nothing should a browser open it anyway, for their type and
+ * content are whatever a stranger's message said.
+ */
+export function sendDownload(c: Context, download: { bytes: Buffer; contentType: string; filename: string | null }) {
+  const name = (download.filename ?? 'download').replace(/[^\w.-]+/g, '_');
+  return c.body(new Uint8Array(download.bytes), 200, {
+    'Content-Type': /^[\w.+-]+\/[\w.+-]+$/.test(download.contentType) ? download.contentType : 'application/octet-stream',
+    'Content-Disposition': `attachment; filename="${name}"; filename*=UTF-8''${encodeURIComponent(download.filename ?? name)}`,
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+  });
+}
+
 export function sendError(c: Context, error: ApiError, shape: 'standard' | 'legacy' = 'standard') {
   return sendJson(c, shape === 'legacy' ? error.toLegacyBody() : error.toBody(), error.status as ContentfulStatusCode);
 }

@@ -13,11 +13,11 @@ export const RETENTION_BATCH_SIZE = 1000;
 const DAY_MS = 86_400_000;
 
 /** What one run removed, and in how many statements. */
-export type RetentionRun = { emailBodies: number; webhookCalls: number; idempotencyKeys: number; sessions: number; batches: number };
+export type RetentionRun = { emailBodies: number; inboundMail: number; webhookCalls: number; idempotencyKeys: number; sessions: number; batches: number };
 type Pass = keyof Omit<RetentionRun, 'batches'>;
 
 /**
- * One run: email bodies and finished webhook calls older than RETENTION_DAYS, and idempotency keys
+ * One run: email bodies, received mail's content and finished webhook calls older than RETENTION_DAYS, and idempotency keys
  * past their 24 hours, each removed a batch at a time until a batch comes back short; between
  * batches the database is left to other work. An aborted `signal` ends the run after the
  * statement in flight. Answers what was removed, or undefined when another process is running it.
@@ -31,12 +31,13 @@ export async function runRetention(
   const windowStart = new Date(now.getTime() - deps.config.retentionDays * DAY_MS);
   const passes: [Pass, (db: Db) => Promise<number>][] = [
     ['emailBodies', (db) => retention.dropEmailBodies(db, windowStart, now, limit)],
+    ['inboundMail', (db) => retention.dropInboundContent(db, windowStart, now, limit)],
     ['webhookCalls', (db) => retention.deleteFinishedCalls(db, windowStart, limit)],
     ['idempotencyKeys', (db) => retention.deleteIdempotencyKeys(db, new Date(now.getTime() - IDEMPOTENCY_TTL_MS), limit)],
     ['sessions', (db) => retention.deleteExpiredSessions(db, now, limit)],
   ];
   return retention.withRetentionLock(deps.db, deps.dbKind, async (db) => {
-    const run: RetentionRun = { emailBodies: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 0 };
+    const run: RetentionRun = { emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 0 };
     for (const [pass, removeBatch] of passes) {
       for (let removed = limit; removed === limit && !options.signal?.aborted; ) {
         if (run.batches > 0) await yieldToOthers();

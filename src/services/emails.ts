@@ -211,6 +211,33 @@ async function createEmails<R>(
   request: { kind: 'single' | 'batch' | 'submission'; inputs: EmailInput[]; idempotencyKey: string | null },
   respond: (ids: string[]) => R,
 ): Promise<R> {
+  const rows = await preparedRows(deps, caller, request);
+  const response = respond(rows.map((row) => row.id));
+  const { idempotencyKey } = request;
+  if (idempotencyKey === null) {
+    await deps.acceptedMail.add(rows);
+    accepted(deps, rows);
+    return response;
+  }
+  const stored = await deps.db.transaction().execute(async (tx) => {
+    const bodyHash = requestHash(request.kind, request.inputs);
+    const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: bodyHash, response, now: new Date() });
+    if (!taken) {
+      const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
+      if (first.request_hash !== bodyHash) {
+        throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
+      }
+      return first.response as R;
+    }
+    await storeNewEmails(tx, rows);
+    return response;
+  });
+  if (stored === response) accepted(deps, rows);
+  return stored;
+}
+
+/** The emails of a request as rows to store, every rule checked: all or none (a 400 naming every problem). */
+async function preparedRows(deps: EmailDeps, caller: Caller, request: { kind: 'single' | 'batch' | 'submission'; inputs: EmailInput[] }): Promise<NewEmail[]> {
   const now = new Date();
   const problems: ErrorDetail[] = [];
   const prefixes = request.inputs.map((_input, index) => (request.kind === 'batch' ? `${index}.` : ''));
@@ -228,32 +255,10 @@ async function createEmails<R>(
   if (problems.length > 0) throw validationError(problems);
 
   // Completed in place: a spread copy of each email cost more than everything else done here.
-  const rows: NewEmail[] = prepared.map((email, index) => {
+  return prepared.map((email, index) => {
     const domain = domains.get(request.inputs[index]!.from)!;
     return Object.assign(email, { from: domain.from, teamId: caller.teamId, domainId: domain.id, messageId: `<${email.id}@${domain.name}>` });
   });
-  const response = respond(rows.map((row) => row.id));
-  const { idempotencyKey } = request;
-  if (idempotencyKey === null) {
-    await deps.acceptedMail.add(rows);
-    accepted(deps, rows);
-    return response;
-  }
-  const stored = await deps.db.transaction().execute(async (tx) => {
-    const bodyHash = requestHash(request.kind, request.inputs);
-    const taken = await takeIdempotencyKey(tx, { teamId: caller.teamId, key: idempotencyKey, requestHash: bodyHash, response, now });
-    if (!taken) {
-      const first = (await findIdempotencyKey(tx, caller.teamId, idempotencyKey))!;
-      if (first.request_hash !== bodyHash) {
-        throw conflict('This Idempotency-Key was already used with a different request in the last 24 hours; use a new key for a new request');
-      }
-      return first.response as R;
-    }
-    await storeNewEmails(tx, rows);
-    return response;
-  });
-  if (stored === response) accepted(deps, rows);
-  return stored;
 }
 
 /** What follows a commit of new mail: it is counted, and this process's dispatcher woken. */
@@ -275,6 +280,17 @@ export const sendBatch = (deps: EmailDeps, caller: Caller, input: { emails: Emai
  */
 export const submitEmail = (deps: EmailDeps, caller: Caller, input: { email: EmailInput }) =>
   createEmails(deps, caller, { kind: 'submission', inputs: [input.email], idempotencyKey: null }, ([emailId]) => ({ emailId: emailId! }));
+
+/**
+ * Emails made by something that already writes in a transaction (received mail a route forwards):
+ * the rules of a submitted message, stored in `tx` with the rest of that write. Answers the ids,
+ * and what to do once `tx` has committed.
+ */
+export async function storeEmailsWith(deps: EmailDeps, caller: Caller, tx: Db, inputs: EmailInput[]) {
+  const rows = await preparedRows(deps, caller, { kind: 'submission', inputs });
+  await storeNewEmails(tx, rows);
+  return { ids: rows.map((row) => row.id), committed: () => accepted(deps, rows) };
+}
 
 const joined = (addresses: string[]) => (addresses.length > 0 ? addresses.join(', ') : null);
 

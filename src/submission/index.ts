@@ -1,6 +1,6 @@
 import type { AppDeps } from '../http/deps.js';
 import { AuthThrottle } from '../services/auth-throttle.js';
-import { loadCertificate } from './certificate.js';
+import type { Certificate } from '../smtp/certificate.js';
 import { startSubmissionListener, type SubmissionListener } from './listener.js';
 
 export type Submission = { port: number | null; tlsPort: number | null; close(): Promise<void> };
@@ -9,14 +9,14 @@ export type Submission = { port: number | null; tlsPort: number | null; close():
  * SMTP submission as configured: the STARTTLS listener, the implicit-TLS one, either or neither,
  * sharing one certificate and one count of failed logins per client address.
  */
-export async function startSubmission(deps: AppDeps): Promise<Submission> {
-  const { config, log } = deps;
+export async function startSubmission(deps: AppDeps, certificateOf: () => Promise<Certificate>): Promise<Submission> {
+  const { config } = deps;
   const ports = [
     { port: config.submissionPort, secure: false, name: 'SMTP_SUBMISSION_PORT' },
     { port: config.submissionTlsPort, secure: true, name: 'SMTP_SUBMISSION_TLS_PORT' },
   ];
   if (ports.every(({ port }) => port === null)) return { port: null, tlsPort: null, close: async () => {} };
-  const certificate = await loadCertificate({ tls: config.tls, dataDir: config.dataDir, hostName: new URL(config.publicUrl).hostname.replace(/^\[|\]$/g, '') }, log);
+  const certificate = await certificateOf();
   const throttle = new AuthThrottle(config.authFailuresPerMinute);
   const listeners: (SubmissionListener | null)[] = [];
   try {

@@ -8,7 +8,7 @@ import type { AppDeps } from '../http/deps.js';
 import { authenticate, type AuthContext } from '../services/api-keys.js';
 import { submitEmail } from '../services/emails.js';
 import { AuthThrottle } from '../services/auth-throttle.js';
-import type { Certificate } from './certificate.js';
+import type { Certificate } from '../smtp/certificate.js';
 import { assertTakenByApi, readSubmission } from './message.js';
 
 export type SubmissionListener = { port: number; close(): Promise<void> };

@@ -1,9 +1,11 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import type { Logger } from '../log.js';
 
 export type Certificate = { key: Buffer; cert: Buffer };
+
+/** Where the warning about a self-signed certificate goes (the process's logger). */
+type Warnings = { warn(message: string, fields?: Record<string, unknown>): void };
 
 const KEY_FILE = 'submission-tls.key';
 const CERT_FILE = 'submission-tls.crt';
@@ -22,7 +24,7 @@ const readPair = async (keyFile: string, certFile: string): Promise<Certificate>
  */
 export async function loadCertificate(
   options: { tls: { certFile: string; keyFile: string } | null; dataDir: string; hostName: string },
-  log: Logger,
+  log: Warnings,
 ): Promise<Certificate> {
   if (options.tls) {
     try {
@@ -46,7 +48,7 @@ export async function loadCertificate(
     await rename(`${keyFile}.tmp`, keyFile);
     await rename(`${certFile}.tmp`, certFile);
   }
-  log.warn('SMTP submission uses a self-signed certificate: set TLS_CERT_FILE and TLS_KEY_FILE, or have clients trust it', {
+  log.warn('The SMTP listeners (submission, inbound) use a self-signed certificate: set TLS_CERT_FILE and TLS_KEY_FILE, or have clients trust it', {
     certificate: certFile,
   });
   return pair;
@@ -78,3 +80,7 @@ async function generateSelfSigned(hostName: string): Promise<Certificate> {
   });
   return { key: Buffer.from(generated.private), cert: Buffer.from(generated.cert) };
 }
+
+/** The one certificate of this server's SMTP listeners (submission and inbound), named after PUBLIC_URL's host. */
+export const listenerCertificate = (config: { tls: { certFile: string; keyFile: string } | null; dataDir: string; publicUrl: string }, log: Warnings) =>
+  loadCertificate({ tls: config.tls, dataDir: config.dataDir, hostName: new URL(config.publicUrl).hostname.replace(/^\[|\]$/g, '') }, log);
