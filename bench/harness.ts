@@ -136,12 +136,14 @@ export type BenchHarness = {
 
 /**
  * With `submission`, the SMTP submission listener (STARTTLS) on a free loopback port
- * (`server.submissionPort`); without, neither submission listener runs. The delivery goes to
+ * (`server.submissionPort`); without, neither submission listener runs. With `inbound`, the inbound
+ * SMTP listener on a free loopback port (`server.inboundPort`; it runs only with a ROLE other than
+ * api, which `settings` then give); without, it stays off. The delivery goes to
  * `sink` (which the harness then stops when it closes), by default a relay sink of its own, and
  * `settings` override the server's (e.g. SMTP_URL=direct).
  */
 export async function startBenchHarness(
-  databaseUrl?: string, options: { submission?: boolean; sink?: BenchSink; settings?: Record<string, string> } = {},
+  databaseUrl?: string, options: { submission?: boolean; inbound?: boolean; sink?: BenchSink; settings?: Record<string, string> } = {},
 ): Promise<BenchHarness> {
   const sink = options.sink ?? await startSink();
   const database = databaseUrl ? await scratchDatabase(databaseUrl) : null;
@@ -152,14 +154,16 @@ export async function startBenchHarness(
   const config = loadConfig({
     ...BENCH_SETTINGS,
     PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', DATA_DIR: dataDir, SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-    // For the webhook benchmark, whose receiver listens on loopback; unused by the others.
+    // For the webhook and inbound benchmarks, whose receiver listens on loopback; unused by the others.
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
-    // Off unless asked for: the defaults (2587, 2465) may be taken, and only the submission benchmark uses them.
-    SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0',
+    // Off unless asked for: the defaults (2587, 2465, 2525) may be taken, and only the submission and
+    // inbound benchmarks use them.
+    SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSION_TLS_PORT: '0', INBOUND_SMTP_PORT: '0',
     ...options.settings,
   });
   // 0 set in code (not the environment, where it means off) takes a free port; implicit TLS stays off.
   if (options.submission) config.submissionPort = 0;
+  if (options.inbound) config.inboundSmtpPort = 0;
   // On PGlite, the service's own embedded database in DATA_DIR, on disk as a user runs it: one in
   // memory would count every stored row in the process's RSS.
   const source = database ? { url: database.url, poolSize: 10 } : { dataDir };

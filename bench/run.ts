@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark on PostgreSQL (when reachable) and on the embedded PGlite, with
  * the figures written to BENCHMARKS.md together with the machine and the date.
- * `npm run bench -- --only startup` (or `--only direct`) measures that alone and replaces only its section.
+ * `npm run bench -- --only startup` (or `--only direct`, `--only inbound`) measures that alone and replaces only its section.
  */
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -13,6 +13,7 @@ import type { ContactsBenchResult } from './contacts.js';
 import type { AcceptBenchResult } from './accept.js';
 import type { DirectBenchResult } from './direct.js';
 import type { EmailsBenchResult } from './emails.js';
+import type { InboundBenchResult } from './inbound.js';
 import { BENCH_SETTINGS } from './harness.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
 import type { RateLimitBenchResult } from './rate-limit.js';
@@ -127,6 +128,60 @@ function directSection(results: DirectBenchResult[]): string[] {
   ];
 }
 
+const en = (n: number) => n.toLocaleString('en');
+
+function inboundSection(results: InboundBenchResult[]): string[] {
+  const { throughput: t, big: b } = results[0] ?? { throughput: undefined, big: undefined };
+  const goalMisses = results.flatMap((r) => [
+    ...(r.database === 'postgres' && r.throughput.acceptedPerSecond < 500 ? [`**Below the goal on postgres:** ${en(r.throughput.acceptedPerSecond)} messages/s accepted (the goal is ≥ 500).`] : []),
+    ...(r.big.growthRatio >= 2 ? [`**Over the goal on ${r.database}:** RSS grew ${r.big.growthRatio} × the message size while receiving it (the goal is < 2).`] : []),
+  ]);
+  return [
+    '## Inbound',
+    '',
+    `Measured ${today()} on ${machine()}.`,
+    '',
+    'Mail received by the inbound SMTP listener (`bench/inbound.ts`). The server is a process of its own with `ROLE=all` (the',
+    'listener, the webhook sender and the other workers) on a fresh database, otherwise as in the other benchmarks, with',
+    '`DNS_SERVERS` at a loopback DNS server in a process of its own that publishes the sending domain\'s SPF record, DKIM key and',
+    `DMARC policy (so every message is authenticated the whole way: ${t?.dnsQueriesPerMessage ?? 3} lookups each, not cached) and the default \`INBOUND_MAX_BYTES\``,
+    `(${en(b?.maxBytes ?? 26_214_400)}). A team whose domain is marked verified has a route \`*@in.bench.example.com\` with action \`webhook\`, and one webhook`,
+    'taking `email.received`, posting to a loopback node:http receiver in a process of its own that answers 200 at once.',
+    '',
+    `Throughput: a load generator in a process of its own (nodemailer, a pool of ${t?.connections ?? 4} connections with TCP_NODELAY, STARTTLS as the`,
+    'listener offers it, a new connection every 250 messages, since the listener ends a session after 1,000 commands) sends',
+    `${t?.warmup ?? 200} messages not counted, then the messages counted: ${en(t?.messageBytes ?? 20_480)} bytes each (text and HTML, one attachment of`,
+    `${en(t?.attachmentBytes ?? 13_680)} bytes in base64), each to an address of its own, DKIM-signed and built before the clock starts, all handed to the pool`,
+    'at once. Accepted: messages over the time from handing them over to the last 250; latency: nodemailer\'s, from MAIL FROM to',
+    'the reply to the final dot. Every message must come out as exactly one stored email (by its Message-ID), passing SPF, DKIM',
+    'and DMARC, with exactly one `email.received` call that the receiver got and the database records DELIVERED (calls',
+    "delivered counts the warm-up's too). Server CPU: of the server's process per message, during the batch / until its last",
+    "call was delivered (on PostgreSQL without the database's; PGlite runs inside it). Machine: the cores the whole machine kept",
+    'busy during the batch (server, database, load generator, DNS server and receiver share them). Last call: from the start',
+    "of the batch until the receiver had its last call; slowest call: the longest from a call's writing to its delivery. Peak",
+    "RSS: the server's VmHWM from the start of the batch until the last call. The goal: ≥ 500 messages/s on PostgreSQL.",
+    '',
+    '| Database | Messages | Accepted (msg/s) | p50 (ms) | p99 (ms) | Server CPU, batch / with calls (ms/msg) | Machine busy (cores) | Webhook calls delivered | Last call (s) | Slowest call (s) | Peak RSS (MB) | Load average |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...results.map(({ database, throughput: r, loadAverage }) =>
+      `| ${database} | ${en(r.messages)} | ${en(r.acceptedPerSecond)} | ${r.p50Ms} | ${r.p99Ms} | ${r.serverCpuMsPerMessage} / ${r.serverCpuMsPerMessageWithCalls} | ` +
+      `${r.machineBusyCores} of ${r.cores} | ${en(r.calls.total)} of ${en(r.messages + r.warmup)} | ${r.calls.secondsToLastCall} | ${r.calls.slowestSeconds} | ${r.peakRssMb} | ${loadAverage} |`),
+    '',
+    `25 MiB: on a fresh server, after ${b?.warmup ?? 20} small messages, one message of exactly ${en(b?.messageBytes ?? 26_214_400)} bytes as the listener counts it (text and`,
+    `HTML, one attachment of ${en(b?.attachmentBytes ?? 19_155_363)} bytes in base64, DKIM-signed), which fits the default limit. RSS before: the server's VmRSS`,
+    "after a full collection and a second's pause; peak: its VmHWM (reset through /proc/self/clear_refs just before) from the",
+    "MAIL until the message's webhook call was delivered, never below the load generator's samples of its VmRSS every 10 ms.",
+    'Growth / size: the peak over the RSS before, over the message size (the goal is < 2).',
+    '',
+    '| Database | Message (bytes) | To the 250 (s) | RSS before (MB) | Peak RSS (MB) | Growth (MB) | Growth / size |',
+    '|---|---|---|---|---|---|---|',
+    ...results.map(({ database, big: r }) =>
+      `| ${database} | ${en(r.messageBytes)} | ${r.secondsTo250} | ${r.rssBeforeMb} | ${r.peakRssMb} | ${r.growthMb} | ${r.growthRatio} |`),
+    ...goalMisses.flatMap((line) => ['', line]),
+    '',
+  ];
+}
+
 async function measuredDatabases(): Promise<Array<'postgres' | 'pglite'>> {
   if (await postgresReachable()) return ['postgres', 'pglite'];
   console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
@@ -135,15 +190,21 @@ async function measuredDatabases(): Promise<Array<'postgres' | 'pglite'>> {
 
 const urlOf = (database: 'postgres' | 'pglite') => (database === 'postgres' ? benchPostgresUrl : '');
 
-/** Direct delivery beside the relay on each database (bench/direct.ts runs each delivery in a process of its own). */
-async function directBench(databases: Array<'postgres' | 'pglite'>): Promise<DirectBenchResult[]> {
-  const results: DirectBenchResult[] = [];
+/**
+ * A benchmark on each database, each run in a process of its own: direct delivery beside the relay
+ * (bench/direct.ts, which runs each delivery in a process of its own), inbound mail (bench/inbound.ts,
+ * likewise for its two runs).
+ */
+async function onEachDatabase<T>(what: string, script: string, databases: Array<'postgres' | 'pglite'>): Promise<T[]> {
+  const results: T[] = [];
   for (const database of databases) {
-    console.error(`direct delivery on ${database}…`);
-    results.push(await inOwnProcess('direct', [urlOf(database)]));
+    console.error(`${what} on ${database}…`);
+    results.push(await inOwnProcess<T>(script, [urlOf(database)]));
   }
   return results;
 }
+const directBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<DirectBenchResult>('direct delivery', 'direct', databases);
+const inboundBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<InboundBenchResult>('inbound', 'inbound', databases);
 
 /** The sections that `--only <name>` measures alone: it replaces that section of BENCHMARKS.md, or adds it at the end. */
 const measuredAlone: Record<string, () => Promise<string[]>> = {
@@ -152,6 +213,7 @@ const measuredAlone: Record<string, () => Promise<string[]>> = {
     return startupSection(await startupBench(STARTUP_RUNS));
   },
   direct: async () => directSection(await directBench(await measuredDatabases())),
+  inbound: async () => inboundSection(await inboundBench(await measuredDatabases())),
 };
 
 /** The document with `section` (whose first line is its heading) in place of its namesake, or added at the end. */
@@ -197,6 +259,7 @@ for (const database of databases) {
   submission.push(await inOwnProcess('submission', [url]));
 }
 const direct = await directBench(databases);
+const inbound = await inboundBench(databases);
 console.error('startup…');
 const startup = await startupBench(STARTUP_RUNS);
 // Only PostgreSQL shares the limit between processes; PGlite counts it in memory as before.
@@ -356,6 +419,7 @@ const lines = [
   '',
   ...startupSection(startup),
   ...directSection(direct),
+  ...inboundSection(inbound),
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));
 console.log(lines.join('\n'));

@@ -172,7 +172,7 @@ describe('dashboard sign-in', () => {
     await screenshot(page, 'overview-phone');
     await page.locator('.menu-button').click();
     expect(await nav.isVisible()).toBe(true);
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Campaigns', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics', 'Deliverability']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Inbound', 'Campaigns', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics', 'Deliverability']);
     await screenshot(page, 'overview-phone-menu');
     await context.close();
   });

@@ -9,6 +9,7 @@ import { contactsPages } from './pages/contacts.js';
 import { deliverabilityPages } from './pages/deliverability.js';
 import { domainsPages } from './pages/domains.js';
 import { emailsPages } from './pages/emails.js';
+import { inboundPages } from './pages/inbound.js';
 import { overviewPages } from './pages/overview.js';
 import { suppressionsPages } from './pages/suppressions.js';
 import { templatesPages } from './pages/templates.js';
@@ -22,7 +23,7 @@ export function dashboardPages(deps: AppDeps) {
   const app = new Hono();
   app.route('/assets', assetRoutes());
   app.route('/', authPages(deps));
-  const sections = [overviewPages, domainsPages, emailsPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
+  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
   for (const pages of sections) app.route('/', pages(deps));
   return app;
 }

@@ -13,6 +13,7 @@ export const NAV = [
   { href: '/', label: 'Overview' },
   { href: '/domains', label: 'Domains' },
   { href: '/emails', label: 'Emails' },
+  { href: '/inbound', label: 'Inbound' },
   { href: '/campaigns', label: 'Campaigns' },
   { href: '/contacts', label: 'Contacts' },
   { href: '/templates', label: 'Templates' },

@@ -11,9 +11,15 @@ export async function deliverRaw(port: number, envelope: { from: string; to: str
   try {
     await new Promise<void>((resolve, reject) => {
       connection.once('error', reject);
+      // Closed before the greeting (a server killed as it took the connection).
+      connection.once('end', () => reject(new Error('the connection closed before the greeting')));
       connection.connect((error) => (error ? reject(error) : resolve()));
     });
     return await new Promise<Delivery>((resolve) => {
+      // A server that dies mid-transaction (kill -9) ends the connection without answering the send.
+      const lost = (reason: string) => resolve({ accepted: false, code: null, response: reason, rejected: [] });
+      connection.once('end', () => lost('the connection closed'));
+      connection.once('error', (error: Error) => lost(error.message));
       connection.send(envelope, raw, (error, info) => {
         if (error) {
           const e = error as Error & { responseCode?: number; response?: string; rejected?: string[] };
