@@ -206,7 +206,7 @@ function readyLine(service: RunningService, config: Config): string {
   const listening = [`HTTP on ${service.url}`];
   if (service.submissionPort !== null) listening.push(`SMTP submission on ${config.submissionHost}:${service.submissionPort} (STARTTLS)`);
   if (service.submissionTlsPort !== null) listening.push(`SMTP submission on ${config.submissionHost}:${service.submissionTlsPort} (TLS)`);
-  if (service.inboundPort !== null) listening.push(`inbound SMTP (bounces, complaints) on ${config.inboundSmtpHost}:${service.inboundPort}`);
+  if (service.inboundPort !== null) listening.push(`inbound SMTP (routed mail, bounces, complaints) on ${config.inboundSmtpHost}:${service.inboundPort}`);
   return `ready: ${listening.join(', ')}`;
 }
 

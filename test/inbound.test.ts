@@ -90,12 +90,14 @@ describe('inbound routes', () => {
     const sub = await ok('POST', '/v1/inbound/routes', { match: '*@in.acme.test', action: 'store' });
     expect(sub.dnsRecords[0]).toMatchObject({ name: 'in', zone: 'acme.test' });
 
+    const deafHook = await ok('POST', '/v1/webhooks', { url: receiver.url, events: ['email.sent'] });
     for (const [body, pathOf, text] of [
       [{ match: 'help@unknown.test', action: 'store' }, 'match', 'unknown.test is not a verified domain of the team'],
       [{ match: 'not an address', action: 'store' }, 'match', 'must be an address'],
       [{ match: 'x@acme.test', action: 'forward' }, 'forwardTo', 'must name at least one address'],
       [{ match: '*@deep.in.acme.test', action: 'forward', forwardTo: 'a@example.org' }, 'action', 'deep.in.acme.test itself must be a verified domain'],
       [{ match: 'x@acme.test', action: 'webhook', webhookIds: ['wh_nope'] }, 'webhookIds.0', 'no webhook wh_nope'],
+      [{ match: 'x@acme.test', action: 'webhook', webhookIds: [deafHook.id] }, 'webhookIds.0', 'does not take email.received'],
       [{ match: 'x@acme.test', action: 'bounce' }, 'action', 'must be one of'],
     ] as const) {
       const res = await server.call('POST', '/v1/inbound/routes', { key, body });
@@ -103,6 +105,7 @@ describe('inbound routes', () => {
       expect(res.body.error.details, JSON.stringify(body)).toEqual(expect.arrayContaining([{ path: pathOf, message: expect.stringContaining(text) }]));
     }
     expect((await ok('GET', '/v1/inbound/routes')).data.map((r: any) => r.match)).toEqual(['*@in.acme.test', 'support@acme.test']);
+    await ok('DELETE', `/v1/webhooks/${deafHook.id}`);
   });
 
   it("an address has one route, and a domain one team: another team's route of it is a 409; another team sees and changes none of this team's routes", async () => {

@@ -170,16 +170,20 @@ describe('the retention job', () => {
       SELECT 'expired-' || g, 'usr_retention', now() - interval '1 minute' FROM generate_series(1, 8) g
       UNION ALL SELECT 'live', 'usr_retention', now() + interval '1 day'`.execute(handle.db);
 
-    await sql`INSERT INTO inbound_emails (team_id, id, mail_from, rcpt_to, subject, text, html, authentication, size, raw, received_at)
-      SELECT ${teamId}::integer, 'in-' || g, 'a@example.org', '["support@retention.test"]'::jsonb, 'Old', 'old', '<p>old</p>', '{}'::jsonb, 3, 'old'::bytea, now() - interval '40 days'
+    await sql`INSERT INTO inbound_emails (team_id, id, mail_from, rcpt_to, subject, text, html, authentication, size, received_at)
+      SELECT ${teamId}::integer, 'in-' || g, 'a@example.org', '["support@retention.test"]'::jsonb, 'Old', 'old', '<p>old</p>', '{}'::jsonb, 6, now() - interval '40 days'
       FROM generate_series(1, 9) g
-      UNION ALL SELECT ${teamId}::integer, 'in-new', 'a@example.org', '["support@retention.test"]'::jsonb, 'New', 'new', null, '{}'::jsonb, 3, 'new'::bytea, now()`.execute(handle.db);
+      UNION ALL SELECT ${teamId}::integer, 'in-new', 'a@example.org', '["support@retention.test"]'::jsonb, 'New', 'new', null, '{}'::jsonb, 6, now()`.execute(handle.db);
+    await sql`INSERT INTO inbound_email_parts (team_id, email_id, seq, bytes)
+      SELECT ${teamId}::integer, id, part, 'raw'::bytea FROM inbound_emails, generate_series(0, 1) part WHERE team_id = ${teamId}`.execute(handle.db);
 
     // 20 bodies: 7 + 7 + 6; 9 received: 7 + 2; 15 calls: 7 + 7 + 1; 10 keys: 7 + 3; 8 expired sessions: 7 + 1.
     expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 20, inboundMail: 9, webhookCalls: 15, idempotencyKeys: 10, sessions: 8, batches: 12 });
     expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 5 });
-    const received = await handle.db.selectFrom('inbound_emails').select(['id', 'subject']).where('raw', 'is not', null).execute();
+    const received = await handle.db.selectFrom('inbound_emails').select(['id', 'subject']).where('body_dropped_at', 'is', null).where('text', 'is not', null).execute();
     expect(received, 'mail received within RETENTION_DAYS keeps its content; older mail keeps its fields').toEqual([{ id: 'in-new', subject: 'New' }]);
+    const rawLeft = await handle.db.selectFrom('inbound_email_parts').select(['email_id', 'seq']).where('team_id', '=', teamId).orderBy('seq').execute();
+    expect(rawLeft, 'every part of an old raw message goes with it').toEqual([{ email_id: 'in-new', seq: 0 }, { email_id: 'in-new', seq: 1 }]);
     expect(await handle.db.selectFrom('inbound_emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).toEqual({ n: 10 });
     const sessionsLeft = await handle.db.selectFrom('sessions').select('token_hash').execute();
     expect(sessionsLeft, 'a live session is kept').toEqual([{ token_hash: 'live' }]);

@@ -6,6 +6,7 @@ import {
   absentResources,
   fillPath,
   pathParams,
+  POSITIONAL_PARAMS,
   referencingWrites,
   routeName,
   routesWithParams,
@@ -69,6 +70,7 @@ const ANSWER_TO_ABSENT_REFERENCE: Record<string, number> = {
   'POST /campaigns': 400,
   'POST /contactBooks': 400,
   'PATCH /contactBooks/{contactBookId}': 400,
+  'POST /inbound/routes': 400,
   // Deleting contacts the book does not have deletes nothing: { success: true, count: 0 }.
   'DELETE /contactBooks/{contactBookId}/contacts/bulk': 200,
 };
@@ -88,6 +90,7 @@ const QUERY_REFERENCES: Record<string, { kind: string; of(owner: TeamFixture): P
   },
   ids: { kind: 'contactId', of: async (owner) => [await owner.id('contactId')] },
   emails: { kind: 'email', of: async (owner) => [`${owner.tag}@example.com`] },
+  routeId: { kind: 'inboundRouteId', of: async (owner) => [await owner.id('inboundRouteId')] },
 };
 const NAMES_RESOURCES = /^(ids|emails)$|Ids?$/;
 
@@ -129,7 +132,7 @@ describe('team isolation', () => {
         // Two teams in the same state: one is pointed at the owner's ids, the other at absent ones.
         const caller = await teamFixture(server, 'Caller');
         const control = await teamFixture(server, 'Control');
-        const targets = pathParams(route).filter((name) => ownerParams[name] !== absentId(route, name));
+        const targets = pathParams(route).filter((name) => ownerParams[name] !== absentId(route, name) && !POSITIONAL_PARAMS.has(name));
         // Each resource parameter on its own (the rest the caller's), then all of them at once.
         for (const replaced of [...targets.map((name) => [name]), ...(targets.length > 1 ? [targets] : [])]) {
           const what = `${routeName(route)} with another team's ${replaced.join(' and ')}`;
@@ -143,7 +146,7 @@ describe('team isolation', () => {
           const missing = await send(control, (name) => absentId(route, name));
 
           expect(foreign.normalized, what).toEqual(missing.normalized);
-          if (replaced.length === pathParams(route).length) expectRouteError(route, foreign.res, 404, 'NOT_FOUND', what);
+          if (replaced.length === pathParams(route).filter((name) => !POSITIONAL_PARAMS.has(name)).length) expectRouteError(route, foreign.res, 404, 'NOT_FOUND', what);
           await expectNothingOf(owner, foreign.normalized, what);
         }
       }),

@@ -10,6 +10,7 @@ import type { TestDnsServer } from './helpers/dns-server.js';
 import { dnsVerifiedDomain, startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { waitForEmail } from './helpers/emails.js';
 import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
+import { deliverRaw } from './helpers/smtp-client.js';
 import { waitFor } from './helpers/wait.js';
 import {
   closedPort,
@@ -46,7 +47,7 @@ const receivers: WebhookReceiver[] = [];
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  ({ dns, server, teamId, key, stop } = await startServerWithDns(WEBHOOK_ENV));
+  ({ dns, server, teamId, key, stop } = await startServerWithDns(WEBHOOK_ENV, { inbound: true }));
 }, 30_000);
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -365,6 +366,17 @@ describe('every event type reaches the webhooks subscribed to it, and only those
       const calls = await emailCalls(h.receiver!, delayed.data.id, ['email.cancelled']);
       expect(typesOf(calls)).toEqual(['email.queued', 'email.delivery_delayed', 'email.cancelled']);
       expect(calls[2]!.json.data).toMatchObject({ id: delayed.data.id, status: 'CANCELLED', campaignId: campaign.id });
+    }
+  });
+
+  it('mail received on a webhook route is called email.received, with the message it stored', async () => {
+    await ok('POST', '/v1/inbound/routes', { match: `support@${domain.name}`, action: 'webhook' });
+    const raw = `From: Ann <ann@example.org>\r\nTo: support@${domain.name}\r\nSubject: Help wanted\r\nMessage-ID: <help-1@example.org>\r\n\r\nHello\r\n`;
+    expect(await deliverRaw(server.inboundPort!, { from: 'ann@example.org', to: [`support@${domain.name}`] }, raw)).toMatchObject({ accepted: true });
+    const [stored] = (await ok('GET', '/v1/inbound/emails')).data;
+    for (const h of [all, emailOnly]) {
+      const call = await oneCall(h.receiver!, 'email.received', (b) => b.type === 'email.received' && b.data.id === stored.id);
+      expect(call.data).toMatchObject({ from: 'ann@example.org', subject: 'Help wanted', messageId: '<help-1@example.org>' });
     }
   });
 

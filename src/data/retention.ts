@@ -52,17 +52,23 @@ export async function dropEmailBodies(db: Db, before: Date, now: Date, limit: nu
 
 /**
  * Drops the raw message, text and html of up to `limit` received messages older than `before`
- * (their parsed fields and authentication stay). Uses inbound_emails_retention.
+ * (their parsed fields and authentication stay), in one statement. Uses inbound_emails_retention.
  */
 export async function dropInboundContent(db: Db, before: Date, now: Date, limit: number): Promise<number> {
-  const result = await sql`
-    UPDATE inbound_emails SET raw = NULL, text = NULL, html = NULL, body_dropped_at = ${now}
-    WHERE (team_id, id) IN (
-      SELECT team_id, id FROM inbound_emails WHERE raw IS NOT NULL AND received_at < ${before}
-      ORDER BY received_at LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+  const { rows } = await sql<{ dropped: number }>`
+    WITH dropped AS (
+      UPDATE inbound_emails SET text = NULL, html = NULL, body_dropped_at = ${now}
+      WHERE (team_id, id) IN (
+        SELECT team_id, id FROM inbound_emails WHERE body_dropped_at IS NULL AND received_at < ${before}
+        ORDER BY received_at LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING team_id, id
+    ), raw AS (
+      DELETE FROM inbound_email_parts p USING dropped d WHERE p.team_id = d.team_id AND p.email_id = d.id
+    )
+    SELECT count(*)::int AS dropped FROM dropped`.execute(db);
+  return rows[0]!.dropped;
 }
 
 /**

@@ -35,8 +35,9 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  *
  * `fronts` holds where each webhook's queue began when last read (keyed like `inFlight`), and is
  * moved on: the read starts there, past the index entries of calls already finished that a queue
- * table piles up at its front until they are vacuumed away. Calls only ever join a queue at its
- * back, so nothing pending is ever behind the front.
+ * table piles up at its front until they are vacuumed away. A call takes its seq when written, not
+ * when committed, so a front is safe to read from only once every transaction open when it was
+ * found has ended: the caller hands in fronts that old (see QueueFronts).
  */
 export async function claimDueCalls(
   db: Db,

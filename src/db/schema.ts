@@ -124,9 +124,16 @@ export interface InboundEmailsTable {
   attachments: Json<InboundAttachment[]>;
   authentication: Json<{ spf: AuthenticationResult; dkim: AuthenticationResult; dmarc: AuthenticationResult }>;
   size: number;
-  raw: Buffer | null;
   received_at: Date;
   body_dropped_at: Optional<Date>;
+}
+
+/** A received message's raw bytes, in order by seq. */
+export interface InboundEmailPartsTable {
+  team_id: number;
+  email_id: string;
+  seq: number;
+  bytes: Buffer;
 }
 
 export interface ApiKeysTable {
@@ -387,4 +394,5 @@ export interface Database {
   destination_states: DestinationStatesTable;
   inbound_routes: InboundRoutesTable;
   inbound_emails: InboundEmailsTable;
+  inbound_email_parts: InboundEmailPartsTable;
 }

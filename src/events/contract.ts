@@ -162,6 +162,7 @@ export const inboundEmailSchema = z.object({
   envelope: z.object({ from: z.string(), to: z.array(z.string()), clientAddress: z.string().nullable(), helo: z.string().nullable() }),
   size: z.number().int().describe('The message\'s size in bytes'),
   receivedAt: iso,
+  bodyDroppedAt: iso.nullable().describe('When retention dropped its text, html, attachments and raw form; null while kept'),
 });
 
 /**

@@ -167,6 +167,7 @@ export function inboundEmailData(row: InboundEmailRow) {
     envelope: { from: row.mail_from, to: row.rcpt_to, clientAddress: row.client_address, helo: row.helo },
     size: row.size,
     receivedAt: iso(row.received_at),
+    bodyDroppedAt: row.body_dropped_at ? iso(row.body_dropped_at) : null,
   };
 }
 

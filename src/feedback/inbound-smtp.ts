@@ -1,8 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
-import { routeForAddress } from '../data/inbound-routes.js';
+import { routeForAddress, type InboundRouteRow } from '../data/inbound-routes.js';
 import { authenticateMessage, authenticationResolver } from '../inbound/authenticate.js';
 import { receive, type ReceiveDeps, type RouteClaim } from '../inbound/receive.js';
 import type { Logger } from '../log.js';
@@ -51,17 +51,19 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
   const spool = path.join(deps.config.dataDir, 'inbound');
   await mkdir(spool, { recursive: true, mode: 0o700 });
   const resolver = authenticationResolver(deps.config.dnsServers, deps.config.dnsTimeoutMs);
+  // The route each routed recipient was accepted for at RCPT: its mail goes where it was accepted
+  // to go, without asking the database again.
+  const routeTaking = new WeakMap<SMTPServerAddress, InboundRouteRow>();
 
   /** Routed mail: each route that claims some of the recipients keeps its own copy. */
   const receiveRouted = async (raw: Buffer, session: SMTPServerSession) => {
     const claims = new Map<string, RouteClaim>();
-    for (const { address } of session.envelope.rcptTo) {
-      if (parseVerp(address)) continue;
-      const route = await routeOf(deps, address);
+    for (const rcpt of session.envelope.rcptTo) {
+      const route = routeTaking.get(rcpt);
       if (!route) continue;
       const key = `${route.team_id}:${route.id}`;
       const claim = claims.get(key) ?? claims.set(key, { route, recipients: [] }).get(key)!;
-      claim.recipients.push(address.toLowerCase());
+      claim.recipients.push(rcpt.address.toLowerCase());
     }
     if (claims.size === 0) return;
     const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
@@ -123,7 +125,12 @@ export async function startInboundSmtp(deps: InboundDeps, options: { host: strin
     onConnect: (session, callback) => limits.admit(server, session, callback),
     onClose: (session) => limits.release(session),
     onRcptTo(address, _session, callback) {
-      const claimed = async () => (await resolveInboundRecipient(deps, address.address)) !== null || (await routeOf(deps, address.address)) !== undefined;
+      const claimed = async () => {
+        if ((await resolveInboundRecipient(deps, address.address)) !== null) return true;
+        const route = await routeOf(deps, address.address);
+        if (route) routeTaking.set(address, route);
+        return route !== undefined;
+      };
       claimed().then(
         (taken) => callback(taken ? undefined : smtpError(550, '5.1.1 No such recipient here')),
         (error: unknown) => {

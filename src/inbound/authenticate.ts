@@ -1,16 +1,42 @@
 import { Resolver } from 'node:dns/promises';
 import { authenticate } from 'mailauth';
 import type { AuthenticationResult } from '../db/schema.js';
+import { AnswerCache } from '../reuse-for.js';
 
 export type Authentication = { spf: AuthenticationResult; dkim: AuthenticationResult; dmarc: AuthenticationResult };
 
 type MailauthResult = Awaited<ReturnType<typeof authenticate>>;
 
-/** A resolver for mailauth, asking DNS_SERVERS (unset: the system's). */
+/** How long an answer is reused: shorter than the TTLs senders publish, long enough for a burst. */
+const ANSWER_MS = 30_000;
+/** What says a name has no such records: an answer, kept like one. Anything else is asked again. */
+const NO_RECORDS = new Set(['ENOTFOUND', 'ENODATA']);
+
+type Answer = { records: never } | { missing: Error };
+
+/**
+ * A resolver for mailauth, asking DNS_SERVERS (unset: the system's), that reuses an answer for
+ * up to 30 seconds: mail comes in bursts from few senders, and each message asks for the same
+ * SPF record, DKIM key and DMARC policy. Questions already on their way are not asked twice.
+ * Node's resolver tells no TTL of TXT records, hence a bound below any TTL in common use.
+ */
 export function authenticationResolver(servers: string[], timeoutMs: number) {
   const resolver = new Resolver({ timeout: timeoutMs, tries: 2 });
   if (servers.length > 0) resolver.setServers(servers);
-  return (name: string, type: string) => resolver.resolve(name, type) as Promise<never>;
+  const answers = new AnswerCache<string, Promise<Answer>>({ maxEntries: 10_000, ttlMs: ANSWER_MS });
+  const ask = (name: string, type: string): Promise<Answer> =>
+    (resolver.resolve(name, type) as Promise<never>).then(
+      (records) => ({ records }),
+      (error: NodeJS.ErrnoException) => {
+        if (NO_RECORDS.has(String(error.code))) return { missing: error };
+        throw error;
+      },
+    );
+  return async (name: string, type: string): Promise<never> => {
+    const answer = await answers.get(`${type} ${name.toLowerCase()}`, () => ask(name, type));
+    if ('missing' in answer) throw answer.missing;
+    return answer.records;
+  };
 }
 
 /**

@@ -71,7 +71,11 @@ async function checked(deps: InboundRouteDeps, caller: Caller, input: InboundRou
     problems.push({ path: 'action', message: `a forward is sent From ${wildcard ? `an address of ${domain}` : raw}, so ${domain} itself must be a verified domain of the team` });
   }
   for (const [index, id] of (input.webhookIds ?? []).entries()) {
-    if (!(await findWebhook(deps.db, caller.teamId, id))) problems.push({ path: `webhookIds.${index}`, message: `no webhook ${id} in this team` });
+    const webhook = await findWebhook(deps.db, caller.teamId, id);
+    if (!webhook) problems.push({ path: `webhookIds.${index}`, message: `no webhook ${id} in this team` });
+    else if (webhook.events.length > 0 && !webhook.events.includes('email.received')) {
+      problems.push({ path: `webhookIds.${index}`, message: `webhook ${id} does not take email.received; add it to the webhook's events first` });
+    }
   }
   if (problems.length > 0) throw validationError(problems);
   const localPart = wildcard ? null : mailbox!.address.slice(0, mailbox!.address.lastIndexOf('@'));

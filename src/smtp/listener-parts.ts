@@ -1,9 +1,6 @@
-import { createWriteStream } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { open, readFile, rm, type FileHandle } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
 import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
 
@@ -41,25 +38,59 @@ export async function listen(server: SMTPServer, host: string, port: number): Pr
   };
 }
 
+/** What a message may hold in memory while it arrives; past it, it goes on to a file. */
+const IN_MEMORY_BYTES = 1024 * 1024;
+
 /**
- * The message of a DATA command read the way big ones should be: written to a file of its own in
- * `dir` (private, removed before this answers) as it arrives, then read back whole once. So a
- * 25 MiB message costs one 25 MiB buffer, not its chunks and then their concatenation, and a slow
- * sender's half-sent message costs no memory at all. Null once it went over the size limit.
+ * The message of a DATA command read the way big ones should be: kept in memory up to 1 MiB (most
+ * mail), past that written to a file of its own in `dir` (private, removed before this answers)
+ * as it arrives, then read back whole once. So a 25 MiB message costs one 25 MiB buffer, not its
+ * chunks and then their concatenation, and a slow sender's half-sent message costs little memory.
+ * Null once it went over the size limit.
  */
 export async function spoolMessage(stream: SMTPServerDataStream, dir: string): Promise<Buffer | null> {
-  const file = path.join(dir, `inbound-${randomUUID()}.eml`);
+  const chunks: Buffer[] = [];
+  let held = 0;
+  let file: { path: string; handle: FileHandle } | undefined;
+  const chunksOf = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let ended = false;
   try {
-    try {
-      // Past the size limit the rest is read and thrown away, never written.
-      const withinLimit = new Transform({ transform: (chunk, _encoding, done) => done(null, stream.sizeExceeded ? undefined : chunk) });
-      await pipeline(stream, withinLimit, createWriteStream(file, { mode: 0o600 }));
-    } catch (error) {
-      // smtp-server fails the stream only when the connection closes in the middle of the message.
-      throw new MessageCutOff((error as Error).message);
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunksOf.next();
+      } catch (error) {
+        // smtp-server fails the stream only when the connection closes in the middle of the message.
+        throw new MessageCutOff((error as Error).message);
+      }
+      if (next.done) {
+        ended = true;
+        break;
+      }
+      // Past the size limit the rest is read and thrown away, never kept.
+      if (stream.sizeExceeded) continue;
+      if (!file && held + next.value.length <= IN_MEMORY_BYTES) {
+        chunks.push(next.value);
+        held += next.value.length;
+        continue;
+      }
+      if (!file) {
+        const spooled = path.join(dir, `inbound-${randomUUID()}.eml`);
+        file = { path: spooled, handle: await open(spooled, 'wx', 0o600) };
+        await file.handle.writev(chunks.splice(0));
+      }
+      await file.handle.write(next.value);
     }
-    return stream.sizeExceeded ? null : await readFile(file);
+    if (stream.sizeExceeded) return null;
+    if (!file) return Buffer.concat(chunks, held);
+    await file.handle.close();
+    return await readFile(file.path);
   } finally {
-    await rm(file, { force: true });
+    // Left early (a file fault): the rest of the message is not read.
+    if (!ended) await chunksOf.return?.();
+    if (file) {
+      await file.handle.close().catch(() => undefined);
+      await rm(file.path, { force: true });
+    }
   }
 }

@@ -6,7 +6,12 @@ export type InboundAttachment = { id: string; filename: string | null; contentTy
 /** A received message as postal-mime reads it. */
 export type Parsed = Awaited<ReturnType<typeof PostalMime.parse>>;
 
-export const parseReceived = (raw: Buffer): Promise<Parsed> => PostalMime.parse(raw);
+/**
+ * postal-mime copies a Buffer into an ArrayBuffer of its own first: a message that is the whole of
+ * its ArrayBuffer (any big one) is handed over as that, and costs no second copy.
+ */
+export const parseReceived = (raw: Buffer): Promise<Parsed> =>
+  PostalMime.parse(raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? (raw.buffer as ArrayBuffer) : raw);
 
 /** The addresses of an address field, groups opened. */
 export const addressesOf = (list: Parsed['to']) =>

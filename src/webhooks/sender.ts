@@ -1,3 +1,4 @@
+import { QueueFronts } from './queue-fronts.js';
 import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
 import type { Deps } from '../deps.js';
 import { AnswerCache } from '../reuse-for.js';
@@ -30,6 +31,8 @@ const BUSY_SPACING_MS = { postgres: 250, pglite: Infinity };
 const MAX_DEFER_MS = 30_000;
 /** Batches of one run of sending follow each other closely; a pause longer than this ends the run. */
 const RUN_GAP_MS = 1_000;
+/** Past the longest a transaction that writes webhook calls stays open (see QueueFronts). */
+const FRONTS_LAG_MS = 10_000;
 const FRONTS_MAX_AGE_MS = 60_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
@@ -87,10 +90,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   // Opened once each: decrypting a secret costs more than signing with it.
   const secrets = new AnswerCache<string, string>({ maxEntries: 10_000 });
   const inFlight = new Map<string, number>();
-  // Where each webhook's queue began at the last claim (see claimDueCalls); forgotten now and then,
-  // so a call put back ahead of it by hand (or by an older version) is found within a minute.
-  const fronts = new Map<string, string>();
-  const forgetFronts = setInterval(() => fronts.clear(), FRONTS_MAX_AGE_MS);
+  const queueFronts = new QueueFronts({ lagMs: FRONTS_LAG_MS, maxAgeMs: FRONTS_MAX_AGE_MS });
   const totals = { delivered: 0, retried: 0, failed: 0 };
   let slotsUsed = 0;
   let lastClaimAt = 0;
@@ -166,9 +166,11 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     const free = config.webhookConcurrency - slotsUsed;
     if (free <= 0) return false;
     const now = new Date();
+    const fronts = queueFronts.forClaim();
     const { calls, more } = await claimDueCalls(db, {
       now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts, silent: claims.silent(),
     });
+    queueFronts.found(fronts);
     for (const call of calls) start(call);
     // Claiming again at once helps only when this claim found slots to fill.
     return more && calls.length > 0;
@@ -210,7 +212,6 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   return {
     async stop() {
       for (const off of unsubscribe) off();
-      clearInterval(forgetFronts);
       await loop.stop();
       await flush();
       poster.close();

@@ -6,9 +6,10 @@ import { waitFor } from './wait.js';
 /** A loopback DNS server, a test server resolving through it, and a team to act as. */
 export async function startServerWithDns(
   env: Record<string, string> = {},
+  options: Parameters<typeof startTestServer>[1] = {},
 ): Promise<{ dns: TestDnsServer; server: TestServer; teamId: number; key: string; stop(): Promise<void> }> {
   const dns = await startDnsServer();
-  const server = await startTestServer({ DNS_SERVERS: dns.address, ...env });
+  const server = await startTestServer({ DNS_SERVERS: dns.address, ...env }, options);
   const { teamId, apiKey: key } = await server.team();
   return {
     dns,

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { apiRoutes } from '../../src/api/index.js';
 import type { RouteDef } from '../../src/http/route.js';
+import { findRoute } from '../../src/data/inbound-routes.js';
 import { insertCall } from '../../src/data/webhook-calls.js';
+import { receive } from '../../src/inbound/receive.js';
 import { newId } from '../../src/ids.js';
 import { verifiedDomain } from './domains.js';
 import type { CallOptions, CallResult, TestServer } from './server.js';
@@ -36,6 +38,10 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
     await team.expectOk('PATCH', `/v1/webhooks/${webhook.id}`, { status: 'PAUSED' });
     return webhook.id;
   },
+  inboundRouteId: async (team) =>
+    (await team.expectOk('POST', '/v1/inbound/routes', { match: `support@${await team.id('senderDomain')}`, action: 'store' })).id,
+  inboundEmailId: (team, server) => receivedSample(team, server),
+  attachmentId: async (team) => (await team.expectOk('GET', `/v1/inbound/emails/${await team.id('inboundEmailId')}`)).attachments[0].id,
   // A test call as POST …/test makes one; written here since a paused webhook takes no test.
   callId: async (team, server) => {
     const webhookId = await team.id('webhookId');
@@ -43,6 +49,27 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
     return (await insertCall(server.deps.db, { teamId: team.teamId, webhookId, type: 'webhook.test', subjectKey: null, data }, new Date())).id;
   },
 };
+
+/**
+ * A message with one attachment, taken by the team's route as the inbound listener takes mail
+ * once its recipients are claimed (the listener itself is tested in inbound.test.ts).
+ */
+async function receivedSample(team: TeamFixture, server: TestServer): Promise<string> {
+  const route = (await findRoute(server.deps.db, team.teamId, await team.id('inboundRouteId')))!;
+  const raw = [
+    `From: Ann <ann-${team.tag}@example.org>`, `To: ${route.match}`, `Subject: Received ${team.tag}`, 'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="sample"', '', '--sample', 'Content-Type: text/plain', '', `Hello ${team.tag}`,
+    '--sample', 'Content-Type: text/csv', 'Content-Disposition: attachment; filename="sample.csv"', '', `tag\r\n${team.tag}`, '--sample--', '',
+  ].join('\r\n');
+  const none = { result: 'none' };
+  const [stored] = await receive(
+    server.deps,
+    { raw: Buffer.from(raw), from: `ann-${team.tag}@example.org`, clientAddress: '127.0.0.1', helo: 'mail.example.org', receivedAt: new Date() },
+    [{ route, recipients: [route.match] }],
+    { spf: none, dkim: none, dmarc: none },
+  );
+  return stored!.id;
+}
 
 // Kept SCHEDULED for the whole run, so the team's data stays as the tests left it.
 const FAR_FUTURE = new Date(Date.now() + 30 * 86_400_000).toISOString();
@@ -83,7 +110,15 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
   'POST /campaigns/{campaignId}/schedule': () => ({ scheduledAt: FAR_FUTURE }),
   'POST /webhooks': () => sampleWebhook('sample'),
   'PATCH /webhooks/{webhookId}': () => ({ description: 'Renamed webhook' }),
+  'POST /inbound/routes': async (ids) => ({ match: `sample@${await ids('senderDomain')}`, action: 'store' }),
+  'PATCH /inbound/routes/{id}': () => ({ action: 'store' }),
 };
+
+/**
+ * Path parameters that name a place within their parent (an attachment's place in its message),
+ * alike in every team's: the parent's id is the one that must be the caller's.
+ */
+export const POSITIONAL_PARAMS = new Set(['attachmentId']);
 
 /** Ids nothing ever gets, in each shape a path parameter takes (integer, opaque string). */
 const ABSENT_IDS = ['2147480000', 'absent_00000000000000000000'];
@@ -128,11 +163,14 @@ export const routeName = (route: RouteDef) => `${route.method.toUpperCase()} ${r
 
 export const pathParams = (route: RouteDef) => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
-/** The resource a path parameter names: itself, or for a bare `{id}` its collection's (`/domains/{id}`: domainId). */
+/**
+ * The resource a path parameter names: itself, or for a bare `{id}` its collection's, named by
+ * the path's words before it (`/domains/{id}`: domainId, `/inbound/routes/{id}`: inboundRouteId).
+ */
 export function resourceOf(route: RouteDef, name: string): string {
   if (name !== 'id') return name;
-  const collection = /\/(\w+)\/\{id\}/.exec(route.path)![1]!;
-  return `${collection.replace(/s$/, '')}Id`;
+  const words = /((?:\/\w+)+)\/\{id\}/.exec(route.path)![1]!.split('/').slice(1);
+  return `${words.map((word, index) => (index === 0 ? word : word[0]!.toUpperCase() + word.slice(1))).join('').replace(/s$/, '')}Id`;
 }
 
 /** Routes whose handler is reached only with a body, and those whose path names resources. */
@@ -168,7 +206,7 @@ export type TeamFixture = {
   body(route: RouteDef, owner?: ResourceOwner): Promise<unknown>;
   /** Creates every resource any endpoint's sample request names, so later calls create none. */
   ready(): Promise<void>;
-  /** Every resource id this team's fixtures created so far. */
+  /** Every resource id this team's fixtures created so far (positional ones aside). */
   createdIds(): Promise<string[]>;
   /** The same, each with the path parameter that names its kind (`domainId`, `contactId`…). */
   created(): Promise<[string, string][]>;
@@ -220,8 +258,9 @@ export async function teamFixture(server: TestServer, name = 'Team'): Promise<Te
         await team.body(route);
       }
     },
-    createdIds: () => Promise.all(created.values()),
-    created: () => Promise.all([...created].map(async ([resource, id]): Promise<[string, string]> => [resource, await id])),
+    createdIds: async () => (await team.created()).map(([, id]) => id),
+    created: () =>
+      Promise.all([...created].filter(([resource]) => !POSITIONAL_PARAMS.has(resource)).map(async ([resource, id]): Promise<[string, string]> => [resource, await id])),
   };
   return team;
 }
