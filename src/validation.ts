@@ -53,7 +53,11 @@ function matchedAlternative(issue: { errors: z.core.$ZodIssue[][] }): z.core.$Zo
   return matched.length === 1 ? matched[0]! : null;
 }
 
-const located = (path: readonly PropertyKey[], message: string) => (path.length === 0 ? message : `${path.map(String).join('.')} ${message}`);
+/** A field's path as the errors name it: names joined by dots, places in a list in brackets (`filter.all[2].op`). */
+export const fieldPath = (parts: readonly PropertyKey[]) =>
+  parts.reduce<string>((text, part) => (typeof part === 'number' ? `${text}[${part}]` : text ? `${text}.${String(part)}` : String(part)), '');
+
+const located = (path: readonly PropertyKey[], message: string) => (path.length === 0 ? message : `${fieldPath(path)} ${message}`);
 
 /** Messages written for the people reading our 400s: "must be at most 100000", not zod's defaults. */
 z.config({
@@ -89,7 +93,7 @@ z.config({
 });
 
 /**
- * The union's problems where the value's alternative is known, each at its own path (`to.1 must be
+ * The union's problems where the value's alternative is known, each at its own path (`to[1] must be
  * a string`); every other issue as it is.
  */
 function expanded(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
@@ -99,7 +103,7 @@ function expanded(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
 
 export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix?: string): ErrorDetail[] {
   return issues.flatMap(expanded).map((issue) => {
-    const path = [prefix, ...issue.path.map(String)].filter((part) => part !== undefined && part !== '').join('.');
+    const path = fieldPath([...(prefix ? [prefix] : []), ...issue.path]);
     return { path: path || '(body)', message: issue.message };
   });
 }

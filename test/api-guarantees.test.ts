@@ -310,10 +310,12 @@ describe('every endpoint', () => {
 });
 
 /** Where the strings are in a JSON value, as validation details name them. */
-function stringPaths(value: unknown, path: string[] = []): string[] {
-  if (typeof value === 'string') return [path.join('.') || '(body)'];
+/** Where each string of the value is, named as errors name it: `attachments[0].filename`. */
+function stringPaths(value: unknown, path = ''): string[] {
+  if (typeof value === 'string') return [path || '(body)'];
   if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, item]) => stringPaths(item, [...path, key]));
+  if (Array.isArray(value)) return value.flatMap((item, index) => stringPaths(item, `${path}[${index}]`));
+  return Object.entries(value).flatMap(([key, item]) => stringPaths(item, path ? `${path}.${key}` : key));
 }
 
 function mapStrings(value: unknown, map: (value: string) => string): unknown {
@@ -326,7 +328,7 @@ function mapStrings(value: unknown, map: (value: string) => string): unknown {
 function expectNamed(res: CallResult, fields: string[], what: string) {
   const paths: string[] = (errorFields(res).details ?? []).map((detail) => detail.path);
   for (const field of fields) {
-    expect(paths.some((path) => path === field || path.startsWith(`${field}.`)), `${what}: details ${paths} must name ${field}`).toBe(true);
+    expect(paths.some((path) => path === field || path.startsWith(`${field}.`) || path.startsWith(`${field}[`)), `${what}: details ${paths} must name ${field}`).toBe(true);
   }
 }
 

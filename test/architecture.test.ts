@@ -28,6 +28,7 @@ const LAYERS: string[][] = [
   ['workers'],
   ['data'],
   ['db'],
+  ['audience'],
   ['scheduling', 'validation', 'secret'],
   ['mail', 'smtp', 'config', 'errors', 'log', 'ids', 'metrics'],
   ['reuse-for'],

@@ -233,20 +233,22 @@ describe('CSV import and export', () => {
     '',
     '<b>x</b>,x,,,',
     'last@example.com,Last,,1,',
+    'nul@example.com,Nu\u0000l,,,',
   ].join('\r\n') + '\r\n';
 
-  it('a CSV imported in the browser reports the added rows and each rejected row by line (bad address, repeated address, bad status); the API shows the contacts; the export gives them back, formula cells neutralised, and importing it again changes nothing', async () => {
+  it('a CSV imported in the browser reports the added rows and each rejected row by line (bad address, repeated address, bad status, a NUL); the API shows the contacts; the export gives them back, formula cells neutralised, and importing it again changes nothing', async () => {
     const bookId = await newBook('Imported');
     const { context, page } = await signedIn(browser, server, teamId);
     await importInBrowser(page, bookId, CSV);
     const report = page.locator('[data-import-report]');
     expect(await report.locator('h2').textContent()).toBe('Import finished');
-    expect(await report.locator('[data-count]').allTextContents()).toEqual(['4', '0', '4']);
+    expect(await report.locator('[data-count]').allTextContents()).toEqual(['4', '0', '5']);
     expect(await rejectionRows(page)).toEqual([
       ['5', 'not-an-address', 'email: must be a valid email address'],
       ['6', 'ADA@example.com', 'email: repeats the address of line 2'],
       ['8', 'maybe@example.com', 'subscribed: must be true or false (or yes/no, 1/0), not "perhaps"'],
       ['10', '<b>x</b>', 'email: must be a valid email address'],
+      ['12', 'nul@example.com', 'firstName: must be Unicode text without NUL characters or unpaired surrogates'],
     ]);
     expect(await report.textContent()).toContain('Ignored columns: company.');
     expect(await page.locator('[data-upload-result] b').count()).toBe(0);

@@ -115,7 +115,7 @@ describe('sending', () => {
     expectApiError(bad, 400, 'VALIDATION_ERROR');
     const paths = bad.body.error.details.map((d: { path: string }) => d.path);
     // Shapes first: these are refused before any rule is looked at.
-    for (const field of ['to', 'subject', 'attachments.0.filename', 'attachments.0.content']) expect(paths).toContain(field);
+    for (const field of ['to', 'subject', 'attachments[0].filename', 'attachments[0].content']) expect(paths).toContain(field);
 
     const shapeOk = { from, to: 'x@example.org', subject: 'S', text: 'x' };
     const ruleErrors = await server.call('POST', '/v1/emails', {
@@ -138,7 +138,7 @@ describe('sending', () => {
 
     const batch = await server.call('POST', '/v1/emails/batch', { key, body: [shapeOk, { ...shapeOk, to: 'broken' }, shapeOk] });
     expectApiError(batch, 400, 'VALIDATION_ERROR');
-    expect(batch.body.error.details).toEqual([{ path: '1.to', message: '"broken" is not a valid email address' }]);
+    expect(batch.body.error.details).toEqual([{ path: '[1].to', message: '"broken" is not a valid email address' }]);
     const oversized = await server.call('POST', '/v1/emails/batch', { key, body: Array.from({ length: 101 }, () => shapeOk) });
     expectApiError(oversized, 400, 'VALIDATION_ERROR');
     expectApiError(await server.call('POST', '/v1/emails/batch', { key, body: [] }), 400, 'VALIDATION_ERROR');

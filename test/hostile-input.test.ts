@@ -208,7 +208,7 @@ describe('what one request may cost', () => {
     expectApiError(res, 400, 'VALIDATION_ERROR');
     const { details, message } = errorFields(res);
     expect(details).toHaveLength(MAX_DETAILS);
-    expect(details![0]).toStrictEqual({ path: '0.from', message: 'must not be empty' });
+    expect(details![0]).toStrictEqual({ path: '[0].from', message: 'must not be empty' });
     expect(message).toMatch(/; and 200 more$/);
   });
 });
@@ -241,7 +241,7 @@ describe('dates out of range', () => {
     '+275760-09-13T00:00:00.000Z', '275760-09-13T00:00:00Z', new Date(Date.now() + 10.5 * YEAR_MS).toISOString(),
   ];
 
-  it('scheduledAt more than 10 years ahead ("in 9999 years", year 9999, +275760) is refused with 400 naming it on POST /v1/emails, POST /v1/emails/batch (0.scheduledAt), PATCH /v1/emails/{id}, POST /v1/campaigns and POST /v1/campaigns/{id}/schedule, storing nothing', async () => {
+  it('scheduledAt more than 10 years ahead ("in 9999 years", year 9999, +275760) is refused with 400 naming it on POST /v1/emails, POST /v1/emails/batch ([0].scheduledAt), PATCH /v1/emails/{id}, POST /v1/campaigns and POST /v1/campaigns/{id}/schedule, storing nothing', async () => {
     const bookId = await team.id('contactBookId');
     const emailId = await newEmail();
     const draft = (await ok('POST', '/v1/campaigns', sampleCampaign(bookId))).id;
@@ -249,7 +249,7 @@ describe('dates out of range', () => {
       for (const scheduledAt of TOO_FAR) {
         const attempts: [string, string, unknown, string][] = [
           ['POST', '/v1/emails', sampleEmail({ scheduledAt }), 'scheduledAt'],
-          ['POST', '/v1/emails/batch', [sampleEmail({ scheduledAt }), sampleEmail()], '0.scheduledAt'],
+          ['POST', '/v1/emails/batch', [sampleEmail({ scheduledAt }), sampleEmail()], '[0].scheduledAt'],
           ['PATCH', `/v1/emails/${emailId}`, { scheduledAt }, 'scheduledAt'],
           ['POST', '/v1/campaigns', sampleCampaign(bookId, { scheduledAt }), 'scheduledAt'],
           ['POST', `/v1/campaigns/${draft}/schedule`, { scheduledAt }, 'scheduledAt'],
@@ -292,7 +292,7 @@ describe('custom headers', () => {
         expectNamed(res, 'headers', name);
         const batch = await team.call('POST', '/v1/emails/batch', { body: [sampleEmail({ headers: { [name]: 'forged' } })] });
         expectApiError(batch, 400, 'VALIDATION_ERROR', `batch ${name}`);
-        expectNamed(batch, '0.headers', name);
+        expectNamed(batch, '[0].headers', name);
       }
       const all = await team.call('POST', '/v1/emails', { body: sampleEmail({ headers: Object.fromEntries([...TRUST, ...OWN].map((name) => [name, 'x'])) }) });
       expectApiError(all, 400, 'VALIDATION_ERROR', 'all at once');
@@ -730,9 +730,11 @@ function sendFuzz(key: string, method: string, request: FuzzRequest): Promise<Ca
  * What is wrong with a response, or null: a 5xx, or an error outside its shape: the standard
  * `{ error: { code, message, details? } }`, or for contact-book PATCH and DELETE the legacy
  * `{ error: "<message>", code, details? }` (read from the request as sent: a hostile id may miss the route).
+ * A download route's success is its bytes, which a browser must save and never show.
  */
-function responseProblem(res: CallResult & { text: string }, method: string, path: string): string | null {
+function responseProblem(res: CallResult & { text: string }, method: string, path: string, download = false): string | null {
   if (res.status >= 500) return `server fault ${res.status}`;
+  if (download && res.status < 400) return /^attachment\b/.test(res.headers.get('content-disposition') ?? '') ? null : 'a download that is not an attachment';
   if (res.headers.get('content-type') !== 'application/json; charset=utf-8') return `content-type ${res.headers.get('content-type')}`;
   // Node answers a request it cannot parse before the app sees it: no request id, and a 431 has no code of its own (nor a route).
   const unparsed = res.status === 431;
@@ -800,7 +802,7 @@ async function fuzzRoute(route: RouteDef): Promise<string[]> {
       continue;
     }
     const after = await stored(fuzzed.teamId);
-    const problem = responseProblem(res, method, request.path);
+    const problem = responseProblem(res, method, request.path, route.download !== undefined);
     if (problem) failures.push(`${what} → ${problem}: ${res.status} ${res.text.slice(0, 300)}`);
     else if (res.status >= 400 && !isDeepStrictEqual(after, before)) {
       const changed = TEAM_TABLES.filter((table) => after[table] !== before[table]).map((table) => `${table} (${before[table]} → ${after[table]})`);

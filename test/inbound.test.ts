@@ -96,8 +96,8 @@ describe('inbound routes', () => {
       [{ match: 'not an address', action: 'store' }, 'match', 'must be an address'],
       [{ match: 'x@acme.test', action: 'forward' }, 'forwardTo', 'must name at least one address'],
       [{ match: '*@deep.in.acme.test', action: 'forward', forwardTo: 'a@example.org' }, 'action', 'deep.in.acme.test itself must be a verified domain'],
-      [{ match: 'x@acme.test', action: 'webhook', webhookIds: ['wh_nope'] }, 'webhookIds.0', 'no webhook wh_nope'],
-      [{ match: 'x@acme.test', action: 'webhook', webhookIds: [deafHook.id] }, 'webhookIds.0', 'does not take email.received'],
+      [{ match: 'x@acme.test', action: 'webhook', webhookIds: ['wh_nope'] }, 'webhookIds[0]', 'no webhook wh_nope'],
+      [{ match: 'x@acme.test', action: 'webhook', webhookIds: [deafHook.id] }, 'webhookIds[0]', 'does not take email.received'],
       [{ match: 'x@acme.test', action: 'bounce' }, 'action', 'must be one of'],
     ] as const) {
       const res = await server.call('POST', '/v1/inbound/routes', { key, body });

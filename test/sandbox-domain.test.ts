@@ -204,7 +204,7 @@ describe('with a relay (SMTP_URL set)', () => {
       expect(errorFields(res).details, `${method} ${path}`).toEqual([{ path: field, message: REFUSAL }]);
     };
     await refused('POST', '/v1/emails', hello('ada@example.com'), 'from');
-    await refused('POST', '/v1/emails/batch', [hello('ada@example.com')], '0.from');
+    await refused('POST', '/v1/emails/batch', [hello('ada@example.com')], '[0].from');
     const template = await expectOk(server, key, 'POST', '/v1/templates', { name: 'Welcome', subject: 'Welcome', html: '<p>Hi</p>' });
     await refused('POST', '/v1/emails', { from: FROM, to: 'ada@example.com', templateId: template.id }, 'from');
     const book = await expectOk(server, key, 'POST', '/v1/contactBooks', { name: 'Readers' });

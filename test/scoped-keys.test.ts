@@ -116,6 +116,17 @@ describe('a key scoped to a domain reaches nothing of another domain', () => {
     expect(await ok(scoped, 'GET', contacts)).toEqual(before.contacts);
   });
 
+  it("double opt-in: the segments of a book confirming from the other domain are read-only to it", async () => {
+    const theirs = await ok(full, 'POST', '/v1/contactBooks', { name: 'Theirs, segmented', doubleOptInEnabled: true, doubleOptInFrom: `join@${other.name}` });
+    const segments = `/v1/contactBooks/${theirs.id}/segments`;
+    const filter = { all: [{ field: 'email', op: 'exists' }] };
+    const segment = await ok(full, 'POST', segments, { name: 'Everyone', filter });
+    await expectForbidden('POST', segments, { key: scoped, body: { name: 'Mine', filter } }, 'create a segment');
+    await expectForbidden('PATCH', `${segments}/${segment.id}`, { key: scoped, body: { name: 'Renamed' } }, 'rename a segment');
+    await expectForbidden('DELETE', `${segments}/${segment.id}`, { key: scoped }, 'delete a segment');
+    expect(await ok(scoped, 'GET', segments)).toEqual({ data: [segment] });
+  });
+
   it('emails: it cannot send from, read, list, cancel or reschedule mail of the other domain', async () => {
     const email = (domain: string) => ({ from: `hello@${domain}`, to: 'reader@example.org', subject: 'Hi', html: '<p>Hi</p>', scheduledAt: FUTURE() });
     const theirs = await ok(full, 'POST', '/v1/emails', email(other.name));

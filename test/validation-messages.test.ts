@@ -33,7 +33,7 @@ describe('a refused request says what is wrong in words', () => {
   it('a missing field is "<field> is required", also where it may be a string or a list (to)', async () => {
     const { to: _left, ...withoutTo } = email({});
     expect(refusal(await post('/v1/emails', withoutTo))).toEqual({ message: 'Invalid request: to is required', details: [{ path: 'to', message: 'is required' }] });
-    expect(refusal(await post('/v1/emails/batch', [email({}), withoutTo])).details).toEqual([{ path: '1.to', message: 'is required' }]);
+    expect(refusal(await post('/v1/emails/batch', [email({}), withoutTo])).details).toEqual([{ path: '[1].to', message: 'is required' }]);
     expect(refusal(await post('/v1/domains', {})).message).toBe('Invalid request: name is required');
   });
 
@@ -52,7 +52,7 @@ describe('a refused request says what is wrong in words', () => {
   it('a value of the wrong type says the type it must be, a list naming the type of its items', async () => {
     const cases: [string, unknown, Detail[]][] = [
       ['/v1/emails', email({ to: 5 }), [{ path: 'to', message: 'must be a string or an array of strings' }]],
-      ['/v1/emails', email({ to: ['reader@example.org', 5] }), [{ path: 'to.1', message: 'must be a string' }]],
+      ['/v1/emails', email({ to: ['reader@example.org', 5] }), [{ path: 'to[1]', message: 'must be a string' }]],
       ['/v1/emails', email({ attachments: 'report.pdf' }), [{ path: 'attachments', message: 'must be an array of objects' }]],
       ['/v1/emails', email({ subject: 42 }), [{ path: 'subject', message: 'must be a string' }]],
       ['/v1/contactBooks', { name: 'Book', variables: 'plan' }, [{ path: 'variables', message: 'must be an array of strings' }]],

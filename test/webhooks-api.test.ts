@@ -110,7 +110,7 @@ describe('webhooks', () => {
     expect(some.events).toEqual(['email.delivered', 'contact.created']);
     const unknown = await server.call('POST', '/v1/webhooks', { key, body: { url: RECEIVER, events: ['email.delivered', 'email.exploded'] } });
     expectApiError(unknown, 400, 'VALIDATION_ERROR');
-    expect(unknown.body.error.details).toEqual([{ path: 'events.1', message: expect.stringContaining('"email.exploded"') }]);
+    expect(unknown.body.error.details).toEqual([{ path: 'events[1]', message: expect.stringContaining('"email.exploded"') }]);
     const empty = await server.call('POST', '/v1/webhooks', { key, body: { url: RECEIVER, events: [] } });
     expectApiError(empty, 400, 'VALIDATION_ERROR');
     expect(empty.body.error.details[0].path).toBe('events');
@@ -132,12 +132,12 @@ describe('webhooks', () => {
     for (const id of [theirs.id, 2_147_480_000]) {
       const res = await server.call('POST', '/v1/webhooks', { key, body: { url: RECEIVER, domainIds: [own.id, id] } });
       expectApiError(res, 400, 'VALIDATION_ERROR');
-      expect(res.body.error.details).toEqual([{ path: 'domainIds.1', message: expect.any(String) }]);
+      expect(res.body.error.details).toEqual([{ path: 'domainIds[1]', message: expect.any(String) }]);
       expect(JSON.stringify(res.body)).not.toContain('their-secret-hooks');
       answers.push(JSON.stringify(res.body).replaceAll(String(id), '<id>'));
       const patched = await server.call('PATCH', `/v1/webhooks/${scoped.id}`, { key, body: { domainIds: [id] } });
       expectApiError(patched, 400, 'VALIDATION_ERROR');
-      expect(patched.body.error.details[0].path).toBe('domainIds.0');
+      expect(patched.body.error.details[0].path).toBe('domainIds[0]');
     }
     expect(answers[0]).toBe(answers[1]);
     expect(await count()).toBe(before);

@@ -7,8 +7,9 @@ import { deliverabilityRoutes } from './deliverability.js';
 import { domainRoutes } from './domains.js';
 import { emailRoutes } from './emails.js';
 import { inboundRoutes } from './inbound.js';
+import { segmentRoutes } from './segments.js';
 import { suppressionRoutes } from './suppressions.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
 
-export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...deliverabilityRoutes, ...domainRoutes, ...emailRoutes, ...inboundRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...deliverabilityRoutes, ...domainRoutes, ...emailRoutes, ...inboundRoutes, ...segmentRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];

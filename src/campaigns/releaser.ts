@@ -1,5 +1,6 @@
 import { claimDueCampaign, finishCampaigns, releaseBatch, startCampaign } from '../data/campaign-release.js';
 import { findCampaign } from '../data/campaigns.js';
+import { findSegment } from '../data/segments.js';
 import type { Deps } from '../deps.js';
 import { reportCampaignStatuses } from '../events/campaigns.js';
 import { reportEmailEvents } from '../events/email-changes.js';
@@ -34,7 +35,11 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
       const at = now();
       const campaign = await claimDueCampaign(tx, at);
       if (!campaign) return null;
-      const last = campaign.started_at ? campaign : await startCampaign(tx, campaign, at);
+      // A segment deleted under the campaign (it cannot be, while the campaign is unsent) matches no one.
+      const segment = campaign.segment_id
+        ? ((await findSegment(tx, campaign.team_id, campaign.contact_book_id ?? '', campaign.segment_id))?.filter ?? { any: [] })
+        : null;
+      const last = campaign.started_at ? campaign : await startCampaign(tx, campaign, at, segment);
       const heard = (await listening(tx, [campaign.team_id]))(campaign.team_id, 'email.queued', campaign.domain_id);
       const { scanned, released, emails } = await releaseBatch(tx, {
         campaign,
@@ -44,6 +49,7 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
         now: at,
         nextAt: new Date(at.getTime() + campaign.batch_window_minutes * 60_000),
         withRows: heard,
+        segment,
       });
       await reportEmailEvents(tx, emails.map((email) => ({ teamId: campaign.team_id, email, status: 'QUEUED' as const, data: null })), at);
       // Starting, or the first batch after a new schedule, makes it RUNNING.

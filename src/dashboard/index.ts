@@ -11,19 +11,24 @@ import { domainsPages } from './pages/domains.js';
 import { emailsPages } from './pages/emails.js';
 import { inboundPages } from './pages/inbound.js';
 import { overviewPages } from './pages/overview.js';
+import { segmentPages } from './pages/segments.js';
 import { suppressionsPages } from './pages/suppressions.js';
 import { templatesPages } from './pages/templates.js';
 import { webhooksPages } from './pages/webhooks.js';
+
+/** The contact books with their segments: one section, so the segment pages sit behind the books' guard. */
+const contactsWithSegments = (deps: AppDeps) => segmentPages(contactsPages(deps), deps);
 
 /**
  * The dashboard for the people of a team, served by the API process at `/`: sign-in and the
  * pages over the same services (through the same API routes) the API uses.
  */
+
 export function dashboardPages(deps: AppDeps) {
   const app = new Hono();
   app.route('/assets', assetRoutes());
   app.route('/', authPages(deps));
-  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, contactsPages, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
+  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, contactsWithSegments, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
   for (const pages of sections) app.route('/', pages(deps));
   return app;
 }

@@ -100,7 +100,7 @@ export const csrfMeta = (c: Context<DashboardEnv>) => html`<meta name="csrf-toke
 export function fieldErrors(error: ApiError): Record<string, string> {
   const errors: Record<string, string> = {};
   for (const detail of error.details ?? ([{ path: '', message: error.message }] as ErrorDetail[])) {
-    const key = detail.path.split('.')[0] ?? '';
+    const key = detail.path.split(/[.[]/)[0] ?? '';
     errors[key] ??= detail.message;
   }
   return errors;

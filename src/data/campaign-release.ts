@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { CampaignRow } from './campaigns.js';
 import type { CampaignChange, EmailSnapshotRow } from './campaigns.js';
+import type { Filter } from '../audience/segment-filter.js';
+import { filterSql } from './segment-sql.js';
 import { sortableIdSql } from './sql-values.js';
 
 // Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
@@ -21,12 +23,15 @@ export async function claimDueCampaign(tx: Db, now: Date): Promise<DueCampaign |
   return rows[0];
 }
 
+/** The campaign's segment as a condition on contacts `c` (every contact when it has none). */
+const segmentSql = (segment: Filter | null, now: Date) => (segment ? filterSql(segment, now) : sql<boolean>`TRUE`);
+
 /**
  * Fixes the recipients at start: the book's contacts up to its newest one now, in creation order
- * (contacts_book_order, read backwards once), and `total`, those of them subscribed and not
- * suppressed. Contacts added later are left to the next campaign.
+ * (contacts_book_order, read backwards once), and `total`, those of them subscribed, not
+ * suppressed and in the segment. Contacts added later are left to the next campaign.
  */
-export async function startCampaign(tx: Db, campaign: CampaignRow, now: Date): Promise<LastRecipient> {
+export async function startCampaign(tx: Db, campaign: CampaignRow, now: Date, segment: Filter | null): Promise<LastRecipient> {
   const { rows } = await sql<LastRecipient>`
     WITH last AS (
       SELECT created_at, id FROM contacts
@@ -39,6 +44,7 @@ export async function startCampaign(tx: Db, campaign: CampaignRow, now: Date): P
       total = (
         SELECT count(*)::int FROM contacts c
         WHERE c.team_id = ${campaign.team_id} AND c.contact_book_id = ${campaign.contact_book_id} AND c.subscribed
+          AND ${segmentSql(segment, now)}
           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.team_id = c.team_id AND s.email = lower(c.email))
       )
     WHERE team_id = ${campaign.team_id} AND id = ${campaign.id}
@@ -60,11 +66,14 @@ export type ReleaseBatch = {
   nextAt: Date;
   /** Whether to answer the emails released (for the webhook calls they owe). */
   withRows: boolean;
+  /** The segment the campaign goes to, as it is now; null: the whole book. */
+  segment: Filter | null;
 };
 
 /**
  * Releases the next batch in one statement: the next `batch_size` contacts after the cursor (up to
- * the last recipient) in creation order through contacts_book_order; those subscribed and not on
+ * the last recipient) in creation order through contacts_book_order, of the segment when the
+ * campaign has one (its filter read in the same scan, as it is now); those subscribed and not on
  * the suppression list (one scan of its primary key for the batch) become QUEUED email rows; and
  * the cursor moves past the batch. The rows and the cursor commit together, so no contact is
  * reached twice; emails_campaign_contact, unique on (campaign, contact), makes a second row for
@@ -83,11 +92,12 @@ export async function releaseBatch(
   const c = batch.campaign;
   const { rows } = await sql<{ scanned: number; released: number; emails: EmailSnapshotRow[] | null }>`
     WITH batch AS (
-      SELECT id, email, subscribed, created_at FROM contacts
-      WHERE team_id = ${c.team_id} AND contact_book_id = ${c.contact_book_id}
-        AND (created_at, id) > (COALESCE(${batch.cursorAt}::timestamptz, '-infinity'), COALESCE(${c.cursor_contact_id}::text, ''))
-        AND (created_at, id) <= (${batch.last.last_at}::timestamptz, ${batch.last.last_contact_id}::text)
-      ORDER BY created_at, id
+      SELECT c.id, c.email, c.subscribed, c.created_at FROM contacts c
+      WHERE c.team_id = ${c.team_id} AND c.contact_book_id = ${c.contact_book_id}
+        AND (c.created_at, c.id) > (COALESCE(${batch.cursorAt}::timestamptz, '-infinity'), COALESCE(${c.cursor_contact_id}::text, ''))
+        AND (c.created_at, c.id) <= (${batch.last.last_at}::timestamptz, ${batch.last.last_contact_id}::text)
+        AND ${segmentSql(batch.segment, batch.now)}
+      ORDER BY c.created_at, c.id
       LIMIT ${c.batch_size}
     ), last AS (
       SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1

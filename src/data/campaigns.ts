@@ -15,6 +15,7 @@ export type NewCampaign = {
   subject: string;
   previewText: string | null;
   contactBookId: string;
+  segmentId: string | null;
   html: string;
   content: string | null;
   replyTo: string[];
@@ -39,6 +40,7 @@ export async function insertCampaign(db: Db, c: NewCampaign): Promise<CampaignRo
       subject: c.subject,
       preview_text: c.previewText,
       contact_book_id: c.contactBookId,
+      segment_id: c.segmentId,
       html: c.html,
       content: c.content,
       reply_to_addresses: JSON.stringify(c.replyTo),
@@ -106,7 +108,7 @@ export async function findActiveCampaignOfBook(db: Db, teamId: number, bookId: s
 
 /** The book's campaigns (campaigns_book) keep their history without it. */
 export async function detachBook(db: Db, teamId: number, bookId: string) {
-  await db.updateTable('campaigns').set({ contact_book_id: null }).where('team_id', '=', teamId).where('contact_book_id', '=', bookId).execute();
+  await db.updateTable('campaigns').set({ contact_book_id: null, segment_id: null }).where('team_id', '=', teamId).where('contact_book_id', '=', bookId).execute();
 }
 
 /**

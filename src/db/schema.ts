@@ -269,6 +269,17 @@ export interface CampaignsTable extends Counters {
   released_all: Generated<boolean>;
   total: Generated<number>;
   paused_reason: Optional<string>;
+  segment_id: Optional<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SegmentsTable {
+  team_id: number;
+  contact_book_id: string;
+  id: string;
+  name: string;
+  filter: Json<Record<string, unknown>>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -382,6 +393,7 @@ export interface Database {
   suppressions: SuppressionsTable;
   idempotency_keys: IdempotencyKeysTable;
   campaigns: CampaignsTable;
+  segments: SegmentsTable;
   email_counts: EmailCountsTable;
   daily_email_counts: DailyEmailCountsTable;
   templates: TemplatesTable;

@@ -130,6 +130,7 @@ const campaign = z.object({
   previousStatus: z.enum(CAMPAIGN_STATUSES).nullable().describe('Null when the campaign was just created'),
   domainId: z.number().int().nullable(),
   contactBookId: z.string().nullable(),
+  segmentId: z.string().nullable().describe('The segment of the book it goes to; null: the whole book'),
   scheduledAt: iso.nullable(),
   pausedReason: z.string().nullable(),
   total: z.number().int(),

@@ -123,7 +123,7 @@ export function domainChange(before: DomainState | null, after: DomainState | nu
 
 export type CampaignState = Pick<
   CampaignRow,
-  'id' | 'name' | 'status' | 'domain_id' | 'contact_book_id' | 'scheduled_at' | 'paused_reason' | 'total' | 'sent' | 'delivered' | 'updated_at'
+  'id' | 'name' | 'status' | 'domain_id' | 'contact_book_id' | 'segment_id' | 'scheduled_at' | 'paused_reason' | 'total' | 'sent' | 'delivered' | 'updated_at'
 >;
 
 /** campaign.status_changed: the campaign as the change left it, with the status it left (null: just created). */
@@ -137,6 +137,7 @@ export function campaignStatusChanged(row: CampaignState, previousStatus: Campai
       previousStatus,
       domainId: row.domain_id,
       contactBookId: row.contact_book_id,
+      segmentId: row.segment_id,
       scheduledAt: row.scheduled_at ? iso(row.scheduled_at) : null,
       pausedReason: row.paused_reason,
       total: row.total,

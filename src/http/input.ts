@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { parseOrThrow, validationError } from '../validation.js';
+import { fieldPath, parseOrThrow, validationError } from '../validation.js';
 
 // PostgreSQL text and jsonb hold only well-formed Unicode without U+0000: a NUL or an unpaired
 // surrogate (which JSON's \u escapes can carry) is the caller's mistake, refused before any schema
@@ -33,10 +33,11 @@ function storable(value: unknown): boolean {
   return true;
 }
 
-function unstorablePaths(value: unknown, path: string[] = []): string[] {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? [path.join('.') || '(body)'] : [];
+function unstorablePaths(value: unknown, path: PropertyKey[] = []): string[] {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? [fieldPath(path) || '(body)'] : [];
   if (typeof value !== 'object' || value === null) return [];
+  if (Array.isArray(value)) return value.flatMap((item, index) => unstorablePaths(item, [...path, index]));
   return Object.entries(value).flatMap(([key, item]) =>
-    UNSTORABLE.test(key) ? [[...path, JSON.stringify(key).slice(1, -1)].join('.')] : unstorablePaths(item, [...path, key]),
+    UNSTORABLE.test(key) ? [fieldPath([...path, JSON.stringify(key).slice(1, -1)])] : unstorablePaths(item, [...path, key]),
   );
 }

@@ -45,9 +45,17 @@ const errorResponses = {
   '429': 'Team rate limit exceeded; see Retry-After',
 };
 
+/**
+ * Schemas a recursive schema (a segment's filter) refers to by name, gathered into the document's
+ * components: a `$ref` to `#/$defs/…` would point into the document's root, where nothing is.
+ */
+const shared: Record<string, unknown> = {};
+
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output') {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return rest;
+  const { $schema: _ignored, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const toComponents = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as Record<string, unknown>;
+  for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, unknown>)) shared[name] = toComponents(def);
+  return toComponents(rest);
 }
 
 function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, location: 'path' | 'query') {
@@ -99,7 +107,7 @@ export function buildOpenApi(routes: RouteDef[]) {
     security: [{ bearerAuth: [] }],
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made with the CLI' } },
-      schemas: { Error: errorSchema, LegacyError: legacyErrorSchema },
+      schemas: { Error: errorSchema, LegacyError: legacyErrorSchema, ...shared },
     },
     paths,
     // The calls Mailroom makes to a team's webhooks, one per event type, with the exact body of each.

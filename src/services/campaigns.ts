@@ -16,6 +16,7 @@ import { parseSchedule } from '../scheduling/parse-schedule.js';
 import { validationError } from '../validation.js';
 import { assertDomainInScope, type Caller } from './caller.js';
 import { mailboxes } from './emails.js';
+import { segmentForCampaign } from './segments.js';
 import { assertVerifiedSender } from './verified-sender.js';
 
 export type CampaignDeps = Pick<Deps, 'db' | 'config' | 'keyVault' | 'signals' | 'metrics'>;
@@ -29,6 +30,7 @@ export type CreateCampaignInput = {
   from: string;
   subject: string;
   contactBookId: string;
+  segmentId?: string;
   previewText?: string;
   content?: string;
   html?: string;
@@ -49,6 +51,7 @@ export function toCampaign(row: CampaignRow) {
     subject: row.subject,
     previewText: row.preview_text,
     contactBookId: row.contact_book_id,
+    segmentId: row.segment_id,
     html: row.html,
     content: row.content,
     status: row.status,
@@ -136,6 +139,8 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
     // The book's key-share lock keeps it from being deleted until the campaign that uses it exists.
     const book = await findBookForContacts(tx, teamId, input.contactBookId, 'keyShare');
     if (!book) throw validationError([{ path: 'contactBookId', message: `contact book ${input.contactBookId} not found in this team` }]);
+    // Its key-share lock keeps the segment until the campaign that goes to it exists.
+    const segment = input.segmentId === undefined ? null : await segmentForCampaign(tx, teamId, book.id, input.segmentId);
     const created = await campaigns.insertCampaign(tx, {
       teamId,
       id,
@@ -145,6 +150,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
       subject: input.subject,
       previewText: input.previewText ?? null,
       contactBookId: book.id,
+      segmentId: segment?.id ?? null,
       html,
       content: input.content ?? null,
       replyTo,

@@ -1,4 +1,5 @@
 import * as books from '../data/contact-books.js';
+import { deleteBookSegments } from '../data/segments.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
 import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -122,6 +123,7 @@ export async function deleteContactBook({ db }: ContactBookDeps, caller: Caller,
       throw conflict(`Contact book ${id} is used by campaign ${active.id} ("${active.name}"), which is ${active.status}; pause or delete the campaign first`);
     }
     await detachBook(tx, teamId, id);
+    await deleteBookSegments(tx, teamId, id);
     await books.deleteContactBook(tx, teamId, id);
     return {
       id,

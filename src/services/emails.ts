@@ -240,7 +240,7 @@ async function createEmails<R>(
 async function preparedRows(deps: EmailDeps, caller: Caller, request: { kind: 'single' | 'batch' | 'submission'; inputs: EmailInput[] }): Promise<NewEmail[]> {
   const now = new Date();
   const problems: ErrorDetail[] = [];
-  const prefixes = request.inputs.map((_input, index) => (request.kind === 'batch' ? `${index}.` : ''));
+  const prefixes = request.inputs.map((_input, index) => (request.kind === 'batch' ? `[${index}].` : ''));
   const templates = await templatesByIds(deps, caller, request.inputs.flatMap((input) => (input.templateId ? [input.templateId] : [])));
   const threads = await threadsOf(deps.db, caller, request.inputs);
   const prepared = request.inputs.map((input, index) =>

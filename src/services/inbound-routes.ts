@@ -72,9 +72,9 @@ async function checked(deps: InboundRouteDeps, caller: Caller, input: InboundRou
   }
   for (const [index, id] of (input.webhookIds ?? []).entries()) {
     const webhook = await findWebhook(deps.db, caller.teamId, id);
-    if (!webhook) problems.push({ path: `webhookIds.${index}`, message: `no webhook ${id} in this team` });
+    if (!webhook) problems.push({ path: `webhookIds[${index}]`, message: `no webhook ${id} in this team` });
     else if (webhook.events.length > 0 && !webhook.events.includes('email.received')) {
-      problems.push({ path: `webhookIds.${index}`, message: `webhook ${id} does not take email.received; add it to the webhook's events first` });
+      problems.push({ path: `webhookIds[${index}]`, message: `webhook ${id} does not take email.received; add it to the webhook's events first` });
     }
   }
   if (problems.length > 0) throw validationError(problems);

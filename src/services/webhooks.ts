@@ -105,7 +105,7 @@ async function checkedFields(deps: WebhookDeps, caller: Caller, input: Partial<W
     const wanted = input.domainIds ?? [];
     const owned = await webhooks.teamDomainIds(deps.db, caller.teamId, unique(wanted));
     wanted.forEach((id, index) => {
-      if (!owned.has(id)) problems.push({ path: `domainIds.${index}`, message: `domain ${id} not found` });
+      if (!owned.has(id)) problems.push({ path: `domainIds[${index}]`, message: `domain ${id} not found` });
     });
     fields.domainIds = unique(wanted);
   }

@@ -23,6 +23,10 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
   contactId: async (team) =>
     (await team.expectOk('POST', `/v1/contactBooks/${await team.id('contactBookId')}/contacts`, { email: `${team.tag}@example.com` }))
       .contactId,
+  segmentId: async (team) =>
+    (await team.expectOk('POST', `/v1/contactBooks/${await team.id('contactBookId')}/segments`, {
+      name: `Segment ${team.tag}`, filter: { all: [{ field: 'email', op: 'contains', value: team.tag }] },
+    })).id,
   domainId: async (team) => String((await team.expectOk('POST', '/v1/domains', { name: `${team.tag}.example.com` })).id),
   senderDomain: async (team, server) => (await verifiedDomain(server, team.apiKey, `send-${team.tag}.example.com`)).name,
   emailId: async (team) => (await team.expectOk('POST', '/v1/emails', { ...(await sampleEmail(team)), scheduledAt: FAR_FUTURE })).emailId,
@@ -110,6 +114,8 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
   'POST /campaigns/{campaignId}/schedule': () => ({ scheduledAt: FAR_FUTURE }),
   'POST /webhooks': () => sampleWebhook('sample'),
   'PATCH /webhooks/{webhookId}': () => ({ description: 'Renamed webhook' }),
+  'POST /contactBooks/{contactBookId}/segments': () => ({ name: 'Sample segment', filter: { all: [{ field: 'subscribed', op: 'eq', value: true }] } }),
+  'PATCH /contactBooks/{contactBookId}/segments/{segmentId}': () => ({ name: 'Renamed segment' }),
   'POST /inbound/routes': async (ids) => ({ match: `sample@${await ids('senderDomain')}`, action: 'store' }),
   'PATCH /inbound/routes/{id}': () => ({ action: 'store' }),
 };
@@ -130,6 +136,7 @@ const ABSENT_IDS = ['2147480000', 'absent_00000000000000000000'];
 const referencingBodies: Record<string, (ids: Ids) => Promise<unknown>> = {
   'PATCH /contactBooks/{contactBookId}': async (ids) => ({ doubleOptInEnabled: true, doubleOptInFrom: `Lists <lists@${await ids('senderDomain')}>` }),
   'POST /contactBooks': async (ids) => ({ name: 'Opt-in book', doubleOptInEnabled: true, doubleOptInFrom: `lists@${await ids('senderDomain')}` }),
+  'POST /campaigns': async (ids) => ({ ...(await sampleCampaign({ id: ids }, await ids('contactBookId'))), segmentId: await ids('segmentId') }),
 };
 
 /** Resources nobody has, one of each kind a request may name: what "missing" looks like. */

@@ -7,6 +7,7 @@ import { campaignTimeline, type CampaignTimeline } from '../../services/campaign
 import type { toCampaign } from '../../services/campaigns.js';
 import type { toContactBook } from '../../services/contact-books.js';
 import type { Domain } from '../../services/domains.js';
+import { segmentNames } from '../../services/segments.js';
 import type { toTemplate } from '../../services/templates.js';
 import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, card, CHART_COLOURS, copyable, csrfField, done, field, formError, heading, lineChart, page, pager, progress, select, table, textArea, time, type Html } from '../layout.js';
@@ -14,14 +15,16 @@ import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
 import { mailBody, mailFrame } from './mail-content.js';
+import { segmentPath, type Segment } from './segment-form.js';
 
 type Campaign = ReturnType<typeof toCampaign>;
 type Template = ReturnType<typeof toTemplate>;
 type Book = ReturnType<typeof toContactBook> & { _count: { contacts: number } };
 type C = Context<DashboardEnv>;
+type SegmentName = Awaited<ReturnType<typeof segmentNames>>[number];
 
 const STATUSES = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] as const;
-const FORM_FIELDS = ['name', 'from', 'contactBookId', 'subject', 'html', 'previewText', 'scheduledAt', 'batchSize', 'batchWindowMinutes'] as const;
+const FORM_FIELDS = ['name', 'from', 'contactBookId', 'segmentId', 'subject', 'html', 'previewText', 'scheduledAt', 'batchSize', 'batchWindowMinutes'] as const;
 const WHEN = [
   { value: 'draft', label: 'Save as a draft' },
   { value: 'now', label: 'Send now' },
@@ -97,6 +100,28 @@ ${pager('/campaigns', query, current, current < list.totalPage)}`,
   };
 }
 
+/**
+ * The segments to choose from, under their books; segments.js shows only the chosen book's (without
+ * it, a segment of another book is refused next to this field).
+ */
+function segmentField(books: Book[], segments: SegmentName[], value: string | undefined, error: string | undefined) {
+  const groups = books.map((book) => ({ book, segments: segments.filter((segment) => segment.contactBookId === book.id) })).filter((group) => group.segments.length > 0);
+  return html`<div class="field${error ? ' has-error' : ''}">
+<label for="f-segmentId">Segment</label>
+<select id="f-segmentId" name="segmentId" data-segment-picker="f-contactBookId"${error ? html` aria-invalid="true"` : ''}>
+<option value="">The whole book</option>
+${groups.map(
+  ({ book, segments: ofBook }) =>
+    html`<optgroup label="${book.emoji} ${book.name}" data-book="${book.id}">${ofBook.map(
+      (segment) => html`<option value="${segment.id}"${segment.id === value ? html` selected` : ''}>${segment.name}</option>`,
+    )}</optgroup>`,
+)}
+</select>
+<small class="hint">The book’s subscribed contacts the segment matches as each batch goes out. Make segments on a contact book’s page.</small>
+${error ? html`<small class="error">${error}</small>` : ''}
+</div>`;
+}
+
 /** The new-campaign page: a template picker that fills the form, the form, and the preview frame beside it. */
 async function newCampaignPage(c: C, deps: AppDeps, options: { values: Record<string, string>; errors?: FormErrors; status?: ContentfulStatusCode }) {
   const { values, status } = options;
@@ -106,9 +131,12 @@ async function newCampaignPage(c: C, deps: AppDeps, options: { values: Record<st
     callApi<{ data: Template[] }>(c, deps, 'get', '/templates', { query: { limit: '100' } }),
     callApi<Domain[]>(c, deps, 'get', '/domains'),
   ]);
+  const segments = await segmentNames(deps, callerOf(c), { contactBookIds: books.map((book) => book.id) });
   const verified = domains.filter((domain) => domain.status === 'SUCCESS').map((domain) => domain.name);
+  // The template picker keeps the book and segment a segment's page sent the person here with.
+  const chosen = (['contactBookId', 'segmentId'] as const).filter((name) => values[name]).map((name) => html`<input type="hidden" name="${name}" value="${values[name]}">`);
   const templatePicker = templates.data.length || errors.templateId
-    ? html`<form class="filters panel" method="get" action="/campaigns/new">
+    ? html`<form class="filters panel" method="get" action="/campaigns/new">${chosen}
 ${select('templateId', 'Template', [{ value: '', label: 'Choose a template' }, ...templates.data.map((t) => ({ value: t.id, label: t.name }))], { value: values.templateId, error: errors.templateId })}
 <button type="submit" class="secondary">Use template</button>
 </form>`
@@ -117,7 +145,7 @@ ${select('templateId', 'Template', [{ value: '', label: 'Choose a template' }, .
     title: 'New campaign',
     section: 'Campaigns',
     status,
-    body: html`${heading('New campaign')}
+    body: html`<script src="/assets/segments.js" defer></script>${heading('New campaign')}
 <div class="grid-2">
 <div>
 ${templatePicker}
@@ -136,6 +164,7 @@ ${select('contactBookId', 'Contact book', [{ value: '', label: 'Choose a contact
   value: values.contactBookId,
   error: errors.contactBookId,
 })}
+${segmentField(books, segments, values.segmentId, errors.segmentId)}
 ${field('subject', 'Subject', { value: values.subject, error: errors.subject, required: true, hint: 'May use {{firstName}}, {{lastName}}, {{email}} and the book’s variables.' })}
 ${textArea('html', 'HTML', { value: values.html, error: errors.html, rows: 14, hint: 'Must contain the unsubscribe link {{unsubscribeUrl}}.' })}
 ${field('previewText', 'Preview text', { value: values.previewText, error: errors.previewText, hint: 'The line mail clients show after the subject; may be empty.' })}
@@ -165,6 +194,7 @@ function createBody(values: Record<string, string>) {
     from: values.from ?? '',
     subject: values.subject ?? '',
     contactBookId: values.contactBookId ?? '',
+    segmentId: given(values.segmentId),
     html: given(values.html),
     previewText: given(values.previewText),
     sendNow: values.when === 'now' ? true : undefined,
@@ -195,12 +225,14 @@ function campaignPage(deps: AppDeps) {
   return async (c: C) => {
     const campaignId = c.req.param('id')!;
     const campaign = await callApi<Campaign>(c, deps, 'get', '/campaigns/{campaignId}', { params: { campaignId } });
-    const [timeline, book] = await Promise.all([
+    const { contactBookId, segmentId } = campaign;
+    const [timeline, book, segment] = await Promise.all([
       campaignTimeline(deps, callerOf(c), { campaignId }),
-      campaign.contactBookId ? callApi<Book>(c, deps, 'get', '/contactBooks/{contactBookId}', { params: { contactBookId: campaign.contactBookId } }) : null,
+      contactBookId ? callApi<Book>(c, deps, 'get', '/contactBooks/{contactBookId}', { params: { contactBookId } }) : null,
+      contactBookId && segmentId ? callApi<Segment>(c, deps, 'get', '/contactBooks/{contactBookId}/segments/{segmentId}', { params: { contactBookId, segmentId } }) : null,
     ]);
     const base = `/campaigns/${campaign.id}`;
-    const actions = html`${campaign.status === 'DRAFT' ? actionButton(c, `${base}/send`, 'Send now', { confirm: `Send “${campaign.name}” to its contact book now?` }) : ''}
+    const actions = html`${campaign.status === 'DRAFT' ? actionButton(c, `${base}/send`, 'Send now', { confirm: `Send “${campaign.name}” to ${segment ? `the segment “${segment.name}”` : 'its contact book'} now?` }) : ''}
 ${campaign.status === 'SCHEDULED' || campaign.status === 'RUNNING' ? actionButton(c, `${base}/pause`, 'Pause', { kind: 'secondary' }) : ''}
 ${campaign.status === 'PAUSED' ? actionButton(c, `${base}/resume`, 'Resume') : ''}
 ${actionButton(c, `${base}/delete`, 'Delete', { kind: 'danger', confirm: `Delete “${campaign.name}”? Its mail not yet sent is cancelled.` })}`;
@@ -227,6 +259,7 @@ ${timelineChart(timeline)}
 <dt>Subject</dt><dd>${campaign.subject}</dd>
 <dt>Preview text</dt><dd>${campaign.previewText || html`<span class="muted">—</span>`}</dd>
 <dt>Contact book</dt><dd>${book ? `${book.emoji} ${book.name}` : html`<span class="muted">deleted</span>`}</dd>
+<dt>Segment</dt><dd>${segment ? html`<a href="${segmentPath(segment.contactBookId, segment.id)}">${segment.name}</a> <small class="muted">(${count(segment.count)} match now)</small>` : html`<span class="muted">${book ? 'none: the whole book' : '—'}</span>`}</dd>
 <dt>Scheduled</dt><dd>${time(campaign.scheduledAt)}</dd>
 <dt>Batches</dt><dd>${batches(campaign)}</dd>
 <dt>Created</dt><dd>${time(campaign.createdAt)}</dd>
@@ -254,13 +287,15 @@ export function campaignsPages(deps: AppDeps) {
 
   app.get('/new', async (c) => {
     const templateId = c.req.query('templateId');
-    if (!templateId) return newCampaignPage(c, deps, { values: {} });
+    // A segment's "Send a campaign" link names its book and itself.
+    const audience = { contactBookId: c.req.query('contactBookId') ?? '', segmentId: c.req.query('segmentId') ?? '' };
+    if (!templateId) return newCampaignPage(c, deps, { values: audience });
     try {
       const template = await callApi<Template>(c, deps, 'get', '/templates/{templateId}', { params: { templateId } });
-      return newCampaignPage(c, deps, { values: { templateId, subject: template.subject, html: template.html ?? '' } });
+      return newCampaignPage(c, deps, { values: { ...audience, templateId, subject: template.subject, html: template.html ?? '' } });
     } catch (error) {
       if (!(error instanceof ApiError) || (error.code !== 'NOT_FOUND' && error.code !== 'VALIDATION_ERROR')) throw error;
-      return newCampaignPage(c, deps, { values: {}, errors: { fields: { templateId: 'No such template in this team' } }, status: 404 });
+      return newCampaignPage(c, deps, { values: audience, errors: { fields: { templateId: 'No such template in this team' } }, status: 404 });
     }
   });
 

@@ -9,8 +9,9 @@ import { actionButton, csrfField, done, field, formError, heading, page, pager, 
 import { correctable, formValues } from '../forms.js';
 import type { DashboardEnv } from '../session.js';
 import { bookPath, deleteBookButton, getBook, type Book, type Contact, type Errors } from './contacts-common.js';
+import { segmentsPath } from './segment-form.js';
 
-const PAGE_SIZE = 50;
+export const PAGE_SIZE = 50;
 const MAX_SEARCH = 320;
 // Far past any book's end; a larger page would overflow the database's offset.
 const MAX_PAGE = 1_000_000;
@@ -27,16 +28,16 @@ type Filter = { q: string; subscribed: '' | 'true' | 'false'; page: number };
 type ContactValues = { email: string; firstName: string; lastName: string; subscribed: boolean };
 type FormState = { values: ContactValues; errors?: Errors; status?: ContentfulStatusCode };
 
-const contactPath = (bookId: string, contactId: string) => `${bookPath(bookId)}/contacts/${encodeURIComponent(contactId)}`;
-const fullName = (contact: Contact) => [contact.firstName, contact.lastName].filter(Boolean).join(' ');
+export const contactPath = (bookId: string, contactId: string) => `${bookPath(bookId)}/contacts/${encodeURIComponent(contactId)}`;
+export const fullName = (contact: Contact) => [contact.firstName, contact.lastName].filter(Boolean).join(' ');
 
 /** An address that may wrap before its @, so the row's buttons still fit a phone's width. */
-function breakableAddress(email: string) {
+export function breakableAddress(email: string) {
   const at = email.lastIndexOf('@');
   return html`${email.slice(0, at)}<wbr>${email.slice(at)}`;
 }
 
-function statusBadge(contact: Contact) {
+export function statusBadge(contact: Contact) {
   const badge = (label: string, kind: string) => html`<span class="badge badge-${kind}">${label}</span>`;
   if (contact.subscribed) return badge('Subscribed', 'success');
   if (contact.unsubscribeReason === 'BOUNCED') return badge('Bounced', 'bounced');
@@ -46,13 +47,16 @@ function statusBadge(contact: Contact) {
   return badge('Awaiting confirmation', 'pending');
 }
 
+/** The page of a list of contacts the query asks for: 1 unless it names a page, never past MAX_PAGE. */
+export const pageNumberOf = (c: Context<DashboardEnv>) => Math.min(MAX_PAGE, Math.max(1, Number.parseInt(c.req.query('page') ?? '', 10) || 1));
+
 function filterOf(c: Context<DashboardEnv>): Filter {
   const subscribed = c.req.query('subscribed');
   return {
     // Postgres cannot take a NUL (nor a lone surrogate) in a query, and no stored name holds one.
     q: (c.req.query('q') ?? '').replace(/[\0\p{Cs}]/gu, '').trim().slice(0, MAX_SEARCH),
     subscribed: subscribed === 'true' || subscribed === 'false' ? subscribed : '',
-    page: Math.min(MAX_PAGE, Math.max(1, Number.parseInt(c.req.query('page') ?? '', 10) || 1)),
+    page: pageNumberOf(c),
   };
 }
 
@@ -86,7 +90,7 @@ async function bookPage(c: Context<DashboardEnv>, deps: AppDeps) {
     body: html`<p><a href="/contacts">← Contact books</a></p>
 ${heading(
   `${book.emoji} ${book.name}`,
-  html`<a class="button" href="${path}/new">Add contact</a><a class="button secondary" href="${path}/import">Import CSV</a><a class="button secondary" href="${path}/export.csv" download>Export CSV</a><a class="button secondary" href="${path}/edit">Rename</a>${deleteBookButton(c, book)}`,
+  html`<a class="button" href="${path}/new">Add contact</a><a class="button secondary" href="${segmentsPath(book.id)}">Segments</a><a class="button secondary" href="${path}/import">Import CSV</a><a class="button secondary" href="${path}/export.csv" download>Export CSV</a><a class="button secondary" href="${path}/edit">Rename</a>${deleteBookButton(c, book)}`,
 )}
 <p class="muted">${book._count.contacts.toLocaleString('en')} contact${book._count.contacts === 1 ? '' : 's'} · created ${time(book.createdAt)}${
       book.doubleOptInEnabled ? ' · double opt-in: new contacts are subscribed once they confirm' : ''

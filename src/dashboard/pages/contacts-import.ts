@@ -47,7 +47,7 @@ function refusedRows(error: unknown): Map<number, string> | null {
   if (!(error instanceof ApiError) || error.code !== 'VALIDATION_ERROR' || !error.details) return null;
   const refused = new Map<number, string>();
   for (const detail of error.details) {
-    const match = /^(\d+)(?:\.(.+))?$/.exec(detail.path);
+    const match = /^\[(\d+)\](?:\.(.+))?$/.exec(detail.path);
     if (!match) return null;
     refused.set(Number(match[1]), match[2] ? `${match[2]}: ${detail.message}` : detail.message);
   }
