@@ -8,7 +8,7 @@ import { listening } from '../events/outbox.js';
 import { addressOf, domainOf } from '../mail/address.js';
 import { startWorkerLoop } from '../workers/loop.js';
 
-export type ReleaserDeps = Pick<Deps, 'db' | 'config' | 'log' | 'signals' | 'metrics'>;
+export type ReleaserDeps = Pick<Deps, 'db' | 'dbKind' | 'config' | 'log' | 'signals' | 'metrics'>;
 export type Releaser = {
   /** Releases every batch due now, then marks finished campaigns SENT; what the timer runs. */
   tick(): Promise<void>;
@@ -50,6 +50,7 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
         nextAt: new Date(at.getTime() + campaign.batch_window_minutes * 60_000),
         withRows: heard,
         segment,
+        walkInOrder: deps.dbKind === 'postgres',
       });
       await reportEmailEvents(tx, emails.map((email) => ({ teamId: campaign.team_id, email, status: 'QUEUED' as const, data: null })), at);
       // Starting, or the first batch after a new schedule, makes it RUNNING.
