@@ -37,7 +37,7 @@ describe('contact books', () => {
       const res = await server.call('PATCH', `/v1/contactBooks/${book.id}`, { key, body: { variables: bad } });
       // PATCH of a contact book keeps the interface description's older error shape.
       expectLegacyApiError(res, 400, 'VALIDATION_ERROR', JSON.stringify(bad));
-      expect(res.body.details[0].path).toMatch(/^variables\.\d$/);
+      expect(res.body.details[0].path).toMatch(/^variables\[\d\]$/);
     }
     expect((await server.call('GET', `/v1/contactBooks/${book.id}`, { key })).body.variables).toEqual(['company', 'city']);
   });

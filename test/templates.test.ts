@@ -99,7 +99,7 @@ describe('sending with a template', () => {
     expect(missing.body.error).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ path: 'variables.plan', message: expect.stringContaining('{{plan}}') }] });
     const batch = await server.call('POST', '/v1/emails/batch', { key, body: [{ from: sender, to: 'cy@example.org', templateId: template.id, variables: { plan: 'x', firstName: 'y' } }, { from: sender, to: 'di@example.org', templateId: template.id }] });
     expect(batch.status).toBe(400);
-    expect(batch.body.error.details.map((d: { path: string }) => d.path)).toEqual(['1.variables.firstName', '1.variables.plan']);
+    expect(batch.body.error.details.map((d: { path: string }) => d.path)).toEqual(['[1].variables.firstName', '[1].variables.plan']);
   });
 
   it('an unknown or another team\'s template is a 404, mixing templateId with html or text a 400, and nothing is stored', async () => {

@@ -128,7 +128,7 @@ describe('the official usesend-js client', () => {
     const bookId = (await client.contactBooks.create({ name: 'Legacy errors' })).data!.id;
     const invalid = await client.contactBooks.update(bookId, { variables: ['with space'] });
     expect(invalid.data).toBeNull();
-    expect(invalid.error).toEqual(expect.stringMatching(/^Invalid request: variables\.0 /));
+    expect(invalid.error).toEqual(expect.stringMatching(/^Invalid request: variables\[0\] /));
 
     // A book a scheduled campaign uses cannot be deleted: 409, still the message string.
     const sender = await verifiedDomain(server, apiKey, 'client-errors.example.com');
