@@ -1,11 +1,11 @@
-import { generateKeyPairSync } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DkimSigner } from '../src/domains/dkim.js';
+import type { DkimSigner } from '../src/domains/dkim.js';
 import { insertInboundEmail } from '../src/data/inbound-emails.js';
 import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
 import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboard-content.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { publishSenders } from './helpers/inbound-senders.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
 import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
@@ -58,14 +58,7 @@ const errorOf = (page: Page, label: string) => page.locator('.field.has-error', 
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  dkim = new DkimSigner('sender.test', 'sel1', privateKey);
-  dns.set('sel1._domainkey.sender.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
-  dns.set('sender.test', [{ type: 'TXT', value: 'v=spf1 ip4:127.0.0.1 -all' }]);
-  dns.set('_dmarc.sender.test', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
-  // A bank whose policy rejects mail that neither SPF nor DKIM vouches for.
-  dns.set('bank.test', [{ type: 'TXT', value: 'v=spf1 ip4:192.0.2.1 -all' }]);
-  dns.set('_dmarc.bank.test', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
+  dkim = publishSenders(dns);
   [server, browser] = await Promise.all([startTestServer({ DNS_SERVERS: dns.address, INBOUND_MX_HOST: MX_HOST, DISPATCH_POLL_MS: '50' }, { inbound: true }), launchBrowser()]);
   ({ teamId, apiKey: key } = await server.team('Acme'));
   await verifiedDomain(server, key, 'acme.test');

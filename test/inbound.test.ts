@@ -1,12 +1,12 @@
-import { generateKeyPairSync } from 'node:crypto';
 import net from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DkimSigner } from '../src/domains/dkim.js';
+import type { DkimSigner } from '../src/domains/dkim.js';
 import { expectApiError } from './helpers/api-error.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { publishSenders } from './helpers/inbound-senders.js';
 import { verifiedDomain } from './helpers/domains.js';
 import { settled, waitForEmail } from './helpers/emails.js';
 import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
@@ -59,14 +59,7 @@ const received = async (query = '', as = key) => (await ok('GET', `/v1/inbound/e
 
 beforeAll(async () => {
   [dns, receiver] = await Promise.all([startDnsServer(), startWebhookReceiver()]);
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  dkim = new DkimSigner('sender.test', 'sel1', privateKey);
-  dns.set('sel1._domainkey.sender.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
-  dns.set('sender.test', [{ type: 'TXT', value: 'v=spf1 ip4:127.0.0.1 -all' }]);
-  dns.set('_dmarc.sender.test', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
-  // A bank whose policy rejects mail that neither SPF nor DKIM vouches for.
-  dns.set('bank.test', [{ type: 'TXT', value: 'v=spf1 ip4:192.0.2.1 -all' }]);
-  dns.set('_dmarc.bank.test', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
+  dkim = publishSenders(dns);
 
   server = await startTestServer({ DNS_SERVERS: dns.address, DISPATCH_POLL_MS: '50', WEBHOOK_POLL_MS: '50', INBOUND_MAX_BYTES: String(MAX_BYTES) }, { inbound: true });
   ({ teamId, apiKey: key } = await server.team('Acme'));

@@ -142,8 +142,9 @@ async function inBook<T>(
   }
 }
 
-async function requireBook(db: Db, teamId: number, bookId: string) {
-  const book = await contacts.findBookForContacts(db, teamId, bookId);
+/** The team's book (404 otherwise), locked as `lock` says (see findBookForContacts). */
+export async function requireBook(db: Db, teamId: number, bookId: string, lock?: BookLock) {
+  const book = await contacts.findBookForContacts(db, teamId, bookId, lock);
   if (!book) throw notFound('Contact book');
   return book;
 }

@@ -1,7 +1,6 @@
 import { namedCampaigns, type Filter } from '../audience/segment-filter.js';
 import type { Db } from '../db/connection.js';
 import { findCampaign } from '../data/campaigns.js';
-import { findBookForContacts } from '../data/contacts.js';
 import * as segments from '../data/segments.js';
 import type { SegmentRow } from '../data/segments.js';
 import type { Deps } from '../deps.js';
@@ -9,7 +8,7 @@ import { conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { fieldPath, validationError } from '../validation.js';
 import { assertBookInScope, type Caller } from './caller.js';
-import { toContact } from './contacts.js';
+import { requireBook, toContact } from './contacts.js';
 
 export type SegmentDeps = Pick<Deps, 'db'>;
 
@@ -23,12 +22,6 @@ function toSegment(row: SegmentRow, count: number) {
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
-}
-
-async function requireBook(db: Db, teamId: number, bookId: string, lock?: 'keyShare') {
-  const book = await findBookForContacts(db, teamId, bookId, lock);
-  if (!book) throw notFound('Contact book');
-  return book;
 }
 
 async function requireSegment(db: Db, teamId: number, bookId: string, segmentId: string, lock?: segments.SegmentLock) {
