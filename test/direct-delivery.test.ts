@@ -213,7 +213,8 @@ describe('direct delivery: one provider at its limits', () => {
   let rig: Rig;
   beforeAll(async () => {
     // A dispatcher that holds twenty emails at once: a destination that kept them all would stop the rest.
-    rig = await startRig({ DIRECT_MAX_CONNECTIONS: '2', DISPATCH_BATCH_SIZE: '10', DISPATCH_CONCURRENCY: '2' });
+    // SMTP's timeouts at twice the other rigs' scale, so that a slow reply stays well within its own.
+    rig = await startRig({ DIRECT_MAX_CONNECTIONS: '2', DISPATCH_BATCH_SIZE: '10', DISPATCH_CONCURRENCY: '2', DIRECT_TIMEOUT_SCALE: '0.004' });
   });
   afterAll(() => rig.stop());
 
@@ -247,9 +248,9 @@ describe('direct delivery: one provider at its limits', () => {
 
   it('a slow destination keeps only its share of the dispatcher\'s places: a healthy one gets all of its mail while the slow one is still at its first', async () => {
     const gamma = rig.mx.byAddress(GAMMA);
-    // Slow, but well within the (scaled) 1.2 s the end of DATA may take: a reply the sender gave up
-    // waiting for (on a busy machine) would be sent again, as SMTP leaves it no way to know.
-    gamma.behaviour = { replyDelayMs: 500 };
+    // Slow, but well within the (scaled) 2.4 s the end of DATA may take here: a reply the sender gave
+    // up waiting for (on a busy machine) would be sent again, as SMTP leaves it no way to know.
+    gamma.behaviour = { replyDelayMs: 900 };
     const slow = await Promise.all(Array.from({ length: 30 }, (_, i) => send(rig, { to: `lag${i}@gamma.test` })));
     await waitFor('the slow destination at work', async () => gamma.openSessions(), (n) => n > 0);
     const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `quick${i}@beta.test` })));
