@@ -121,3 +121,44 @@ describe('091_sandbox_domain on domains stored by the version before', () => {
     ]);
   });
 });
+
+describe('113_contact_engagement on mail stored by the version before', () => {
+  it("gives each contact the time its book's campaign mail was last first opened and clicked, and nothing for other mail", async () => {
+    const db = await databaseAt('112_segments.sql');
+    const { rows: [team] } = await sql<{ id: number }>`INSERT INTO teams (name) VALUES ('Old') RETURNING id`.execute(db);
+    const teamId = team!.id;
+    await sql`INSERT INTO contact_books (team_id, id, name, emoji) VALUES (${teamId}, 'book', 'Readers', '📙')`.execute(db);
+    for (const id of ['reader', 'idle', 'confirming']) {
+      await sql`INSERT INTO contacts (team_id, contact_book_id, id, email) VALUES (${teamId}, 'book', ${id}, ${`${id}@old.example`})`.execute(db);
+    }
+    for (const id of ['spring', 'summer']) {
+      await sql`
+        INSERT INTO campaigns (team_id, id, name, from_address, subject, html, status, batch_size, batch_window_minutes, contact_book_id)
+        VALUES (${teamId}, ${id}, ${id}, 'news@old.example', 'News', '<p>News</p>', 'SENT', 100, 1, 'book')`.execute(db);
+    }
+    const email = async (id: string, contactId: string, campaignId: string | null, events: Array<[string, string]>) => {
+      await sql`
+        INSERT INTO emails (team_id, id, from_address, to_addresses, subject, message_id, status, campaign_id, contact_id)
+        VALUES (${teamId}, ${id}, 'news@old.example', '[]'::jsonb, 'News', ${`<${id}@old.example>`}, 'DELIVERED', ${campaignId}, ${contactId})`.execute(db);
+      for (const [status, at] of events) {
+        await sql`INSERT INTO email_events (team_id, email_id, status, created_at) VALUES (${teamId}, ${id}, ${status}, ${at}::timestamptz)`.execute(db);
+      }
+    };
+    await email('e1', 'reader', 'spring', [['DELIVERED', T1], ['OPENED', T1], ['CLICKED', T1]]);
+    await email('e2', 'reader', 'summer', [['DELIVERED', T2], ['OPENED', T2]]);
+    await email('e3', 'idle', 'summer', [['DELIVERED', T2]]);
+    // A double opt-in confirmation is no campaign's mail: opening it is no engagement with the book's campaigns.
+    await email('e4', 'confirming', null, [['DELIVERED', T2], ['OPENED', T2]]);
+
+    expect(await migrate(db, { through: '113_contact_engagement.sql' })).toEqual(['113_contact_engagement.sql']);
+    const { rows } = await sql<{ id: string; opened: string | null; clicked: string | null }>`
+      SELECT id, to_char(last_opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opened,
+        to_char(last_clicked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS clicked
+      FROM contacts ORDER BY id`.execute(db);
+    expect(rows).toEqual([
+      { id: 'confirming', opened: null, clicked: null },
+      { id: 'idle', opened: null, clicked: null },
+      { id: 'reader', opened: T2, clicked: T1 },
+    ]);
+  });
+});

@@ -248,8 +248,12 @@ describe('engagement conditions', () => {
     expect(await engaged({ campaignId: first })).toEqual([OPENER]);
     expect(await engaged({ campaignId: second })).toEqual([]);
     expect(await engaged({ event: 'delivered', campaignId: second })).toEqual([CLICKER, IDLE, OPENER].sort());
-    // Nothing was opened in the last minute once the open is older than that.
-    await env.server.deps.db.updateTable('email_events').set({ created_at: new Date(Date.now() - 2 * 3_600_000) }).where('team_id', '=', team.teamId).where('status', '=', 'OPENED').execute();
+    // Nothing was opened in the last hour once the open is older than that: the event and the
+    // time its contact keeps both moved back.
+    const { db } = env.server.deps;
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    await db.updateTable('email_events').set({ created_at: twoHoursAgo }).where('team_id', '=', team.teamId).where('status', '=', 'OPENED').execute();
+    await db.updateTable('contacts').set({ last_opened_at: twoHoursAgo }).where('team_id', '=', team.teamId).where('last_opened_at', 'is not', null).execute();
     expect(await engaged({ within: '1 hour' })).toEqual([]);
     expect(await engaged({ within: '3 hours' })).toEqual([OPENER]);
   });

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { ENGAGED_AT, engages } from './engagement.js';
 import { momentOf, spanMs, type Condition, type EngagementCondition, type Filter, type Node, type Scalar } from '../audience/segment-filter.js';
 
 /**
@@ -38,19 +39,25 @@ function nodeSql(node: Node, now: Date): RawBuilder<boolean> {
 }
 
 /**
- * The contact got mail (as a contact of this book: campaign mail to it) with such an event, in the
- * window; through emails_contact and the event's (email, seq) key.
+ * The contact got campaign mail of this book with such an event, in the window. Opens and clicks
+ * not tied to a campaign are read from the contact's row (src/data/engagement.ts), which keeps
+ * their last time; the rest look the mail up through emails_contact and the event's (email, seq) key.
  */
 function engagementSql(node: EngagementCondition, now: Date): RawBuilder<boolean> {
   const span = node.within === undefined ? null : spanMs(node.within);
   const since = span === null ? null : new Date(now.getTime() - span);
-  const found = sql<boolean>`EXISTS (
+  const status = EVENT_STATUS[node.event];
+  const found = engages(status) && !node.campaignId ? lastEngaged(sql.ref(`c.${ENGAGED_AT[status]}`), since) : sql<boolean>`EXISTS (
     SELECT 1 FROM emails e JOIN email_events ev ON ev.team_id = e.team_id AND ev.email_id = e.id
-    WHERE e.team_id = c.team_id AND e.contact_id = c.id AND ev.status = ${EVENT_STATUS[node.event]}
+    WHERE e.team_id = c.team_id AND e.contact_id = c.id AND e.campaign_id IS NOT NULL AND ev.status = ${status}
       ${since ? sql`AND ev.created_at >= ${since}` : sql``}
       ${node.campaignId ? sql`AND e.campaign_id = ${node.campaignId}` : sql``})`;
   return node.negate ? sql<boolean>`NOT ${found}` : found;
 }
+
+/** Whether the row's last time is set (and within the window): never null, so that NOT negates it. */
+const lastEngaged = (column: RawBuilder<unknown>, since: Date | null) =>
+  since ? sql<boolean>`coalesce(${column} >= ${since}, false)` : sql<boolean>`(${column} IS NOT NULL)`;
 
 function conditionSql(node: Condition, now: Date): RawBuilder<boolean> {
   const property = node.field.startsWith('properties.') ? node.field.slice('properties.'.length) : null;

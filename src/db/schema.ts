@@ -175,6 +175,9 @@ export interface ContactsTable {
   unsubscribe_reason: UnsubscribeReason | null;
   pending_confirmation: Generated<boolean>;
   confirmation_sent_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When one of its campaign emails was last first opened, and a link in one first clicked (src/data/engagement.ts). */
+  last_opened_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  last_clicked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

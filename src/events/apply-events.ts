@@ -2,6 +2,7 @@ import type { Db } from '../db/connection.js';
 import type { EmailStatus, SuppressionReason } from '../db/schema.js';
 import { addSuppressions, appendEvents, countOnce, unsubscribeRecipients, type Counted } from '../data/email-events.js';
 import { releaseClaims, releaseWithEvents, type ClaimRelease } from '../data/emails.js';
+import { engages, recordEngagement } from '../data/engagement.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { countKinds, STATUS_RANK, statusAfter } from './contract.js';
 import { callRow, report, type Reported } from './outbox.js';
@@ -34,8 +35,9 @@ export const emailReported = (teamId: number, email: EmailSnapshot, event: { sta
  * The one way an event reaches an email, whatever its source (the dispatcher, a DSN or ARF report,
  * a tracking hit): appends it (once per dedupe key), moves the email's status by rank, counts each
  * email once per kind on its campaign and its domain's day, suppresses the addresses it names,
- * takes a campaign recipient who bounced hard or complained out of the book's mailing, and writes
- * the webhook calls all of that owes. Runs in the caller's transaction; answers the events
+ * takes a campaign recipient who bounced hard or complained out of the book's mailing, keeps when
+ * a campaign recipient last opened or clicked (after the campaign's counters, as every event takes
+ * its locks: email, campaign, then contact), and writes the webhook calls all of that owes. Runs in the caller's transaction; answers the events
  * appended and what was newly counted. `statusMoved`: the caller has moved the emails' status
  * already (releaseClaims).
  */
@@ -62,6 +64,11 @@ export async function applyEvents(tx: Db, events: EventInput[], now: Date, statu
         ? [{ teamId: c.teamId, campaignId: c.campaignId, contactId: c.contactId, reason: c.kind === 'complained' ? ('COMPLAINED' as const) : ('BOUNCED' as const) }]
         : [],
     ),
+    now,
+  );
+  await recordEngagement(
+    tx,
+    appended.flatMap((event) => (engages(event.status) ? [{ teamId: event.teamId, emailId: event.email.id, status: event.status }] : [])),
     now,
   );
   await report(tx, [
@@ -91,9 +98,11 @@ export type ClaimOutcome = Omit<ClaimRelease, 'status'> & {
   events: Pick<EventInput, 'status' | 'data' | 'suppress'>[];
 };
 
-/** Whether an outcome is what sending usually leaves: nothing to suppress, no hard bounce or complaint to count. */
+/** Whether an outcome is what sending usually leaves: nothing to suppress, no hard bounce or complaint to count, no engagement. */
 const isPlain = (outcome: ClaimOutcome) =>
-  outcome.events.every((event) => !event.suppress && countKinds(event).every((kind) => kind !== 'hard_bounced' && kind !== 'complained'));
+  outcome.events.every(
+    (event) => !event.suppress && !engages(event.status) && countKinds(event).every((kind) => kind !== 'hard_bounced' && kind !== 'complained'),
+  );
 
 /**
  * Writes what attempts did, at once: the rows whose claim still holds get their next attempt,
