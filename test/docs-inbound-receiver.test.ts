@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { verifiedDomain } from './helpers/domains.js';
+import { sectionBlocks } from './helpers/markdown-examples.js';
 import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
 import { deliverRaw } from './helpers/smtp-client.js';
 import { waitFor } from './helpers/wait.js';
@@ -25,12 +26,9 @@ let url: string;
 
 /** The `js` block of the guide's "An example receiver" section. */
 async function exampleReceiver(): Promise<string> {
-  const guide = await readFile('docs/inbound.md', 'utf8');
-  const start = guide.search(/^### An example receiver/m);
-  expect(start, 'docs/inbound.md has an example receiver').toBeGreaterThan(-1);
-  const block = /^```js\n([\s\S]*?)^```$/m.exec(guide.slice(start));
-  expect(block, 'a js block in it').not.toBeNull();
-  return block![1]!;
+  const [block] = await sectionBlocks('docs/inbound.md', '### An example receiver', 'js');
+  expect(block, 'a js block in it').toBeDefined();
+  return block!;
 }
 
 beforeAll(async () => {

@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptInvite, launchBrowser, screenshot } from './helpers/browser.js';
 import { settled, statusesOf, waitForEmail } from './helpers/emails.js';
+import { runShellBlocks, sectionBlocks } from './helpers/markdown-examples.js';
 import { childEnv, cleanUpAfterEach, NPM_START, startServerProcess, tempDir } from './helpers/processes.js';
 import { apiAt } from './helpers/server.js';
 import { closedPort } from './helpers/webhook-receiver.js';
@@ -17,31 +16,8 @@ import type { Browser } from 'playwright-core';
  * http://127.0.0.1:3000 becomes the port the test's server took.
  */
 
-const README_URL = 'http://127.0.0.1:3000';
-const BLOCK_END = '--- end of block ---';
-
 /** The `sh` blocks of the README's "Quick start" section, in order. */
-async function quickStartBlocks(): Promise<string[]> {
-  const readme = await readFile('README.md', 'utf8');
-  const start = readme.search(/^## Quick start/m);
-  expect(start, 'the README has a Quick start section').toBeGreaterThan(-1);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
-}
-
-/** Runs the blocks as one bash script that stops at the first failing command; answers each block's output. */
-async function runBlocks(blocks: string[], env: NodeJS.ProcessEnv, url: string): Promise<{ outputs: string[]; key: string }> {
-  const script = [
-    'set -euo pipefail',
-    ...blocks.map((block) => `${block.replaceAll(README_URL, url)}\nprintf '\\n%s\\n' '${BLOCK_END}'`),
-    // The quick start keeps the key in $KEY; the test reads the team's mail with it.
-    'printf "%s" "$KEY"',
-  ].join('\n');
-  const { stdout } = await promisify(execFile)('bash', ['-c', script], { env, cwd: process.cwd(), timeout: 240_000 });
-  const parts = stdout.split(`\n${BLOCK_END}\n`);
-  return { outputs: parts.slice(0, -1), key: parts.at(-1)! };
-}
+const quickStartBlocks = () => sectionBlocks('README.md', '## Quick start', 'sh');
 
 describe("the README's quick start", () => {
   const cleanups = cleanUpAfterEach();
@@ -65,7 +41,8 @@ describe("the README's quick start", () => {
     const server = await startServerProcess(env, NPM_START);
     cleanups.push(async () => void (await server.stop()));
 
-    const { outputs, key } = await runBlocks(blocks, env, server.url);
+    // The quick start keeps the key in $KEY; the test reads the team's mail with it.
+    const { outputs, after: key } = await runShellBlocks(blocks, env, server.url, 'printf "%s" "$KEY"');
     const [send, list, invite] = outputs.map((output) => output.trim());
     const { emailId } = JSON.parse(send!);
     expect(emailId).toMatch(/^\w{8,}$/);
