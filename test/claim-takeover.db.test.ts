@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimDueEmails } from '../src/data/emails.js';
-import { beat } from '../src/data/workers.js';
+import { beat, silentWorkers } from '../src/data/workers.js';
 import { SILENT_AFTER_SECONDS, startWorkerRegistry, type WorkerRegistry } from '../src/workers/registry.js';
 import { usingPostgres } from './helpers/database.js';
 import { verifiedDomain } from './helpers/domains.js';
@@ -80,7 +80,9 @@ describe.skipIf(!usingPostgres())('claims of a silent worker, on PostgreSQL', ()
     expect(await claim(leaving.token())).toEqual([...ids].sort());
     await leaving.stop();
     registries.splice(registries.indexOf(leaving), 1);
-    await waitFor('the stopped worker seen as silent', async () => staying.silent(), (silent) => silent.includes(leaving.id), 5_000);
+    // Silent from the stop on, not once its last beat has aged: even counting silence as long as the lease.
+    expect(await silentWorkers(server.deps.db, LEASE_MS / 1000)).toContain(leaving.id);
+    await waitFor('the stopped worker seen as silent', async () => staying.silent(), (silent) => silent.includes(leaving.id));
     expect(await claim(staying.token(), staying.silent())).toEqual([...ids].sort());
   });
 });

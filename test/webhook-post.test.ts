@@ -97,14 +97,23 @@ describe('delivering a webhook call', () => {
   });
 
   it('503 with a Retry-After date asks to wait until then; other statuses carry no wait', async () => {
+    let answering = 0;
+    let until = 0;
     const hook = await receiver((request, response) => {
-      if (request.url === '/503') response.writeHead(503, { 'Retry-After': new Date(Date.now() + 60_000).toUTCString() }).end();
+      answering = Date.now();
+      const date = new Date(answering + 60_000).toUTCString();
+      until = Date.parse(date);
+      if (request.url === '/503') response.writeHead(503, { 'Retry-After': date }).end();
       else response.writeHead(500, { 'Retry-After': '7' }).end('database\r\ndown');
     });
     const post = poster();
     const unavailable = await post.post(`${hook.url}/503`, headers, body);
-    expect(unavailable.ok || unavailable.retryAfterMs).toBeGreaterThan(55_000);
-    expect(unavailable.ok || unavailable.retryAfterMs).toBeLessThanOrEqual(60_000);
+    const answered = Date.now();
+    expect(unavailable).toMatchObject({ ok: false, status: 503, error: 'HTTP 503', gone: false });
+    // Until that date, from the moment the answer was read: between the receiver's answer and ours.
+    const retryAfterMs = unavailable.ok ? null : unavailable.retryAfterMs;
+    expect(retryAfterMs).toBeGreaterThanOrEqual(until - answered);
+    expect(retryAfterMs).toBeLessThanOrEqual(until - answering);
     expect(await post.post(`${hook.url}/500`, headers, body)).toMatchObject({ ok: false, status: 500, error: 'HTTP 500: database down', retryAfterMs: null });
   });
 

@@ -661,12 +661,14 @@ describe('a rolled-back change sends no call', () => {
 
 describe('a slow receiver', () => {
   it("does not hold back another webhook's calls nor email delivery", async () => {
-    // Its own server: here the limit must be longer than the slow receiver takes.
-    const own = await startTestServer({ ...WEBHOOK_ENV, WEBHOOK_TIMEOUT_MS: '5000' });
+    // Its own server: here the limit must be longer than the test, so that the slow receiver's
+    // calls stay under way all along (a call cut off at the limit would only be tried again).
+    const own = await startTestServer({ ...WEBHOOK_ENV, WEBHOOK_TIMEOUT_MS: '120000' });
     cleanups.push(() => own.stop());
     const { teamId: ownTeam, apiKey } = await own.team();
     const sending = await verifiedDomain(own, apiKey, 'slow.hooks.test');
-    const slow = await startWebhookReceiver({ answer: () => ({ status: 200, delayMs: 2500 }) });
+    // As slow as can be: it answers nothing until the test ends (close() cuts its calls off).
+    const slow = await startWebhookReceiver({ answer: () => ({ hang: true }) });
     const fast = await startWebhookReceiver();
     cleanups.push(() => slow.close(), () => fast.close());
     for (const target of [slow, fast]) {
@@ -681,14 +683,13 @@ describe('a slow receiver', () => {
     });
     expect(batch.status).toBe(200);
     const ids: string[] = batch.body.data.map((d: { emailId: string }) => d.emailId);
+    // The slow receiver has a call, which it holds from then on.
+    await slow.waitForCount(1);
     await fast.waitFor('every email.delivered at the fast receiver', (received) =>
       ids.every((id) => received.some((r) => r.json?.type === 'email.delivered' && r.json.data.id === id)),
     );
     const delivered = await own.call('GET', '/v1/emails?status=DELIVERED&limit=1', { key: apiKey });
     expect(delivered.body.count).toBe(20);
-    // All of that while the slow receiver, which has been called, has not answered once.
-    expect(slow.received.length).toBeGreaterThan(0);
-    expect(slow.received.filter((r) => r.answeredAt !== null)).toEqual([]);
   });
 });
 
