@@ -1,5 +1,9 @@
 import net from 'node:net';
+import os from 'node:os';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientLimits } from '../src/smtp/client-limits.js';
+import { listen } from '../src/smtp/listener-parts.js';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
 import { postfixDsn } from './helpers/reports.js';
 import { waitFor } from './helpers/wait.js';
@@ -14,9 +18,14 @@ afterAll(() => env.stop());
 
 type Session = { socket: net.Socket; replies: string[]; closed: Promise<void> };
 
-/** A raw SMTP session from `localAddress` (any of 127.0.0.0/8 is loopback), once its greeting arrived. */
-async function open(localAddress: string, port = env.server.inboundPort!): Promise<Session> {
-  const socket = net.connect({ host: '127.0.0.1', port, localAddress });
+/**
+ * A raw SMTP session from `localAddress` (any of 127.0.0.0/8 is loopback; an IPv6 one connects to
+ * ::1), once its greeting arrived. With `proxyFrom`, it first sends a PROXY protocol header saying
+ * it comes from that address, for a listener that takes one.
+ */
+async function open(localAddress: string, port = env.server.inboundPort!, proxyFrom?: string): Promise<Session> {
+  const socket = net.connect({ host: net.isIPv6(localAddress) ? '::1' : '127.0.0.1', port, localAddress });
+  if (proxyFrom) socket.write(`PROXY TCP6 ${proxyFrom} 2001:db8::25 40000 25\r\n`);
   const replies: string[] = [];
   let buffered = '';
   socket.setEncoding('utf8');
@@ -78,6 +87,90 @@ describe('the inbound listener shares itself fairly', () => {
     expect(answers.slice(0, 1_000).every((line) => line.startsWith('250'))).toBe(true);
     expect(answers[1_000]).toMatch(/^421 /);
     expect(answers).toHaveLength(1_001);
+  });
+});
+
+/**
+ * IPv6: one host can take any address of its /64 at will, so the listener counts a /64 as one
+ * client (src/smtp/client-keys.ts). Over real sockets, from ::1 (of ::/64) and, where this machine
+ * has one, an address of another /64, to a listener on ::1.
+ */
+describe('the inbound listener counts an IPv6 /64 as one client', () => {
+  let v6: Awaited<ReturnType<typeof startFeedbackServer>>;
+  const port = () => v6.server.inboundPort!;
+  // An address of this machine outside ::/64 (where ::1 is), if it has one: another network.
+  const otherNetwork = Object.values(os.networkInterfaces()).flat()
+    .find((address) => address?.family === 'IPv6' && !address.internal && !address.address.startsWith('fe80:'))?.address;
+
+  beforeAll(async () => {
+    v6 = await startFeedbackServer({ INBOUND_SMTP_HOST: '::1' });
+  }, 30_000);
+  afterAll(() => v6.stop());
+
+  async function fillFromLoopback(): Promise<Session[]> {
+    const held = await Promise.all(Array.from({ length: 10 }, () => open('::1', port())));
+    expect(held.map((s) => s.replies[0]!.slice(0, 3))).toEqual(Array(10).fill('220'));
+    const refused = await open('::1', port());
+    expect(refused.replies[0]).toMatch(/^421 4\.7\.0 Too many connections from your /);
+    await refused.closed;
+    return held;
+  }
+
+  async function closeAll(sessions: Session[]) {
+    for (const session of sessions) session.socket.end('QUIT\r\n');
+    await Promise.all(sessions.map((s) => s.closed));
+  }
+
+  it('one IPv6 /64 gets at most 10 sessions at once; the next is refused with 421 until one closes', async () => {
+    const held = await fillFromLoopback();
+    await closeAll(held);
+    await waitFor('a place for ::1 again', async () => {
+      const again = await open('::1', port());
+      again.socket.end('QUIT\r\n');
+      await again.closed;
+      return again.replies[0]!;
+    }, (greeting) => greeting.startsWith('220'));
+  });
+
+  it.skipIf(!otherNetwork)('while one IPv6 /64 holds all its places, a client of another /64 is served', async () => {
+    const held = await fillFromLoopback();
+    const other = await open(otherNetwork!, port());
+    expect(other.replies[0]).toMatch(/^220 /);
+    await closeAll([...held, other]);
+  });
+});
+
+/**
+ * Every address of one /64 is the same client: this machine cannot take two addresses of one /64
+ * as source addresses, so here the limiter both listeners use (ClientLimits) runs in a listener
+ * that reads each client's address from a PROXY protocol header, as smtp-server takes one; the
+ * sockets are real, their addresses are what the headers say.
+ */
+describe('the listeners\' limiter counts every address of an IPv6 /64 as one client', () => {
+  let proxied: SMTPServer;
+  let port: number;
+
+  beforeAll(async () => {
+    const limits = new ClientLimits({ perClient: 10, perNetwork: 20, commandsPerSession: 1_000, commandMs: 60_000, sessionMs: 300_000, maxMessageBytes: 1024 * 1024 });
+    proxied = new SMTPServer({
+      useProxy: true, logger: false, authOptional: true, disabledCommands: ['AUTH', 'STARTTLS'],
+      onConnect: (session, callback) => limits.admit(proxied, session, callback),
+      onClose: (session) => limits.release(session),
+    });
+    port = (await listen(proxied, '127.0.0.1', 0)).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => proxied.close(() => resolve())));
+
+  it('sessions from ten addresses of one /64 take all its places; an eleventh address of it is refused with 421 while another /64 is served', async () => {
+    const held = await Promise.all(Array.from({ length: 10 }, (_, n) => open('127.0.0.1', port, `2001:db8:1:2::${(n + 1).toString(16)}`)));
+    expect(held.map((s) => s.replies[0]!.slice(0, 3))).toEqual(Array(10).fill('220'));
+    const refused = await open('127.0.0.1', port, '2001:db8:1:2:ffff:ffff:ffff:fffe');
+    expect(refused.replies[0]).toMatch(/^421 4\.7\.0 Too many connections from your /);
+    await refused.closed;
+    const other = await open('127.0.0.1', port, '2001:db8:1:3::1');
+    expect(other.replies[0]).toMatch(/^220 /);
+    for (const session of [...held, other]) session.socket.end('QUIT\r\n');
+    await Promise.all(held.map((s) => s.closed));
   });
 });
 

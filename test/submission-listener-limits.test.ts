@@ -37,3 +37,39 @@ describe('the submission listener lets no session outlive its deadline', () => {
     expect(await last).toMatchObject({ code: 421, text: '4.4.2 Session timeout; closing' });
   });
 });
+
+/**
+ * Places per network: an application may keep a pool of connections from each of many addresses,
+ * but one network (an IPv4 /24: every 127.x.y.z can be a source address here) cannot take more
+ * than 100 sessions of the listener, whatever addresses of it they come from. Default deadlines
+ * here, so that no session closes on its own while the places are counted.
+ */
+describe('the submission listener shares itself between networks', () => {
+  let shared: TestServer;
+
+  beforeAll(async () => {
+    shared = await startTestServer({}, { submission: true });
+  }, 30_000);
+  afterAll(() => shared.stop());
+
+  const connect = (localAddress: string) => SubmissionClient.connect(shared.submissionPort!, { localAddress });
+
+  it('one network (an IPv4 /24) cannot hold more than 100 submission sessions, however many addresses it uses; the next is refused with 421 while another /24 is served', async () => {
+    // Four addresses of 127.0.5.0/24 with 25 sessions each: none near its own cap of 50.
+    const held = await Promise.all(['127.0.5.1', '127.0.5.2', '127.0.5.3', '127.0.5.4'].flatMap((address) => Array.from({ length: 25 }, () => connect(address))));
+    expect(held.map((client) => client.greeting.code)).toEqual(Array(100).fill(220));
+    const refused = await connect('127.0.5.5');
+    expect(refused.greeting).toMatchObject({ code: 421, text: expect.stringMatching(/^4\.7\.0 Too many connections from your network/) });
+    await refused.closed;
+    const other = await connect('127.0.6.1');
+    expect(other.greeting.code).toBe(220);
+
+    await Promise.all([...held, other].map((client) => client.quit()));
+    // Closed sessions give their places back.
+    await waitFor('a place for 127.0.5.5 again', async () => {
+      const again = await connect('127.0.5.5');
+      await again.quit();
+      return again.greeting.code;
+    }, (code) => code === 220);
+  });
+});

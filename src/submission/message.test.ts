@@ -381,3 +381,21 @@ describe('readSubmission: header fields', () => {
     expect(dropped).toEqual(expect.arrayContaining(['bad name', longName.toLowerCase()]));
   });
 });
+
+describe('readSubmission: the event loop is never held by a message', () => {
+  it('a message is parsed off the event loop: a callback queued after the read began runs before the read ends', async () => {
+    // 20,000 lines of 7bit HTML: on the calling thread postal-mime would parse them in one stretch,
+    // every step a microtask, so nothing queued behind it could run until the whole message was read.
+    const lines = Array.from({ length: 20_000 }, (_, i) => `<p>Line ${i} of a long newsletter</p>`);
+    const raw = handWritten(['From: ada@example.com', 'To: jo@x.example', 'Subject: Hi', 'Content-Type: text/html; charset=utf-8', 'Content-Transfer-Encoding: 7bit'], lines);
+    const order: string[] = [];
+    const read = readSubmission(raw, ['jo@x.example']).then((submitted) => {
+      order.push('read');
+      return submitted;
+    });
+    setImmediate(() => order.push('the loop turned'));
+    const { email } = await read;
+    expect(order).toStrictEqual(['the loop turned', 'read']);
+    expect(email.html?.split('\n').filter(Boolean)).toHaveLength(20_000);
+  });
+});

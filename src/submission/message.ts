@@ -1,10 +1,10 @@
-import PostalMime from 'postal-mime';
 import type { Address, Attachment, Mailbox } from 'postal-mime';
 import { parseInput } from '../http/input.js';
 import { addressOf, formatMailbox } from '../mail/address.js';
 import { isOwnHeader, isTrustHeader } from '../mail/headers.js';
 import { emailBody, HEADER_NAME } from '../services/email-body.js';
 import type { EmailInput } from '../services/emails.js';
+import { parseMime } from '../smtp/mime-thread.js';
 
 export type SubmittedEmail = {
   email: EmailInput;
@@ -42,10 +42,11 @@ function attachmentOf(part: Attachment, index: number): NonNullable<EmailInput['
  * attachments (inline ones with their Content-ID), Reply-To and every other header field it may
  * carry (In-Reply-To and References among them). The recipients are the envelope's: those the To
  * and Cc fields name keep their place and display name, the rest are Bcc, and addresses the
- * fields name but the envelope does not get nothing.
+ * fields name but the envelope does not get nothing. The MIME is parsed on a thread of its own
+ * (src/smtp/mime-thread.ts): a message at the size limit would hold the event loop for seconds.
  */
 export async function readSubmission(raw: Buffer, envelopeRecipients: string[]): Promise<SubmittedEmail> {
-  const parsed = await PostalMime.parse(raw, { attachmentEncoding: 'base64', forceRfc822Attachments: true });
+  const parsed = await parseMime(raw, { attachmentEncoding: 'base64', forceRfc822Attachments: true });
   const envelope = new Map(envelopeRecipients.map((address) => [addressKey(address), address]));
   const take = (field: Address[] | undefined) =>
     mailboxesOf(field).flatMap((mailbox) => {
