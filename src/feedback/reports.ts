@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
-import PostalMime from 'postal-mime';
 import { fieldValue, parseHeaderFields } from '../mail/header-fields.js';
 import { FEEDBACK_TAG_HEADER } from '../mail/verp.js';
+import { parseMime } from '../smtp/mime-thread.js';
 
 /**
  * Reads the machine part of the reports receivers send back: RFC 3464 delivery status
@@ -156,7 +156,7 @@ const asText = (content: string | ArrayBuffer | Uint8Array) =>
 
 /** The report a message carries, or null when it is no DSN or ARF report this can read. */
 export async function parseReport(raw: Buffer): Promise<Report | null> {
-  const email = await PostalMime.parse(raw, { attachmentEncoding: 'utf8', forceRfc822Attachments: true });
+  const email = await parseMime(raw, { attachmentEncoding: 'utf8', forceRfc822Attachments: true });
   const parts = email.attachments.map((part) => ({ type: part.mimeType.toLowerCase(), text: asText(part.content) }));
   const find = (...types: string[]) => parts.find((part) => types.includes(part.type))?.text ?? null;
   const original = find('message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers');

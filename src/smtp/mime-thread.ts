@@ -6,9 +6,10 @@ import type { Email, PostalMimeOptions } from 'postal-mime';
  * postal-mime parses a message from start to end without ever giving the event loop back, and it
  * is not quick about it: a 10 MiB message takes a quarter of a second in quoted-printable, seconds
  * in 7bit (each line becomes a part of a Blob), and many seconds in 7bit lines of a few characters.
- * On the event loop every request of the process would wait that long. So messages are parsed
- * here, on a thread of its own, one at a time in the order asked; the loop only copies the message
- * there and the parsed result back. The thread starts with the first message and is kept (holding
+ * On the event loop every request of the process would wait that long. So every message Mailroom
+ * reads (submitted, received, a report, an attachment read again) is parsed here, on a thread of
+ * its own, one at a time in the order asked; the loop only copies the message there and takes the
+ * parsed result back (attachments' bytes moved, not copied). The thread starts with the first message and is kept (holding
  * the process open only while it has work); one that dies fails the message it was parsing, and
  * the next message starts another.
  */
@@ -16,8 +17,12 @@ const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const PostalMime = require(workerData.postalMime);
 parentPort.on('message', ({ raw, options }) => {
-  PostalMime.parse(raw, options).then(
-    (email) => parentPort.postMessage({ email }),
+  // A message that is the whole of its ArrayBuffer (any but a small one) is handed over as that:
+  // postal-mime then makes no copy of its own.
+  const whole = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
+  PostalMime.parse(whole ? raw.buffer : raw, options).then(
+    // Attachments' bytes are moved back, not copied.
+    (email) => parentPort.postMessage({ email }, [...new Set(email.attachments.map((a) => a.content).filter((c) => c instanceof ArrayBuffer))]),
     (error) => parentPort.postMessage({ error: error instanceof Error ? error.message : String(error) }),
   );
 });`;

@@ -1,17 +1,14 @@
-import PostalMime from 'postal-mime';
+import type { Email } from 'postal-mime';
+import { parseMime } from './mime-thread.js';
 
 /** An attachment of a received message, as it is stored and shown: its bytes stay in the raw message. */
 export type InboundAttachment = { id: string; filename: string | null; contentType: string; size: number };
 
 /** A received message as postal-mime reads it. */
-export type Parsed = Awaited<ReturnType<typeof PostalMime.parse>>;
+export type Parsed = Email;
 
-/**
- * postal-mime copies a Buffer into an ArrayBuffer of its own first: a message that is the whole of
- * its ArrayBuffer (any big one) is handed over as that, and costs no second copy.
- */
-export const parseReceived = (raw: Buffer): Promise<Parsed> =>
-  PostalMime.parse(raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? (raw.buffer as ArrayBuffer) : raw);
+/** Parsed on the parsing thread (src/smtp/mime-thread.ts): a message of up to the size limit from anyone never holds the event loop. */
+export const parseReceived = (raw: Buffer): Promise<Parsed> => parseMime(raw);
 
 /** The addresses of an address field, groups opened. */
 export const addressesOf = (list: Parsed['to']) =>
