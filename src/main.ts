@@ -154,9 +154,10 @@ export async function startMailroom(
       acceptedMail: newAcceptedMail(database.db, database.kind),
       refreshContactStatistics: contactStatisticsRefresher(database.db, log),
     };
-    // Made before the port opens, so /health can ask the relay from the first request on.
     const outcomes = new DeliveryOutcomes(deps.metrics);
-    const made = config.role === 'api' ? null : (options.transport ?? createTransport(config, { onOutcome: outcomes.count }));
+    // Made before the port opens, so /health can ask the relay from the first request on. Direct
+    // delivery's pauses and rates go by the dispatcher's clock (deps.clock, which a test may move).
+    const made = config.role === 'api' ? null : (options.transport ?? createTransport(config, { onOutcome: outcomes.count, now: () => deps.clock().getTime() }));
     const transport = made && measuredTransport(made, deps.metrics);
     const http = (parts.http = await startHttpServer(deps, { api: config.role !== 'worker', relay: transport }));
     log.info('listening', { url: http.url, database: database.kind, role: config.role });

@@ -3,73 +3,25 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectApiError } from './helpers/api-error.js';
-import { DIRECT_TEST_SETTINGS } from './helpers/direct-delivery.js';
-import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
-import { verifiedDomain } from './helpers/domains.js';
+import { ALPHA_1, ALPHA_2, BETA, GAMMA, IMPLICIT, eventsOf, messageOf, sendDirect, startDirectRig, type DirectRig } from './helpers/direct-delivery.js';
 import { settled, statusesOf, waitForEmail } from './helpers/emails.js';
-import { startMxReceivers, type MxReceivers } from './helpers/mx-receivers.js';
-import { expectOk, startTestServer, type TestServer } from './helpers/server.js';
+import { expectOk } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
  * Direct delivery (SMTP_URL=direct) against real parts on loopback: a DNS server answering MX, A,
  * null MX and NXDOMAIN, and SMTP receivers on 127.0.0.2–6 sharing one port, standing in for the
- * mail servers of providers. Providers: alpha (mx1 on .2, mx2 on .3) hosts a.test, b.test and
- * c.test; beta (.4) hosts beta.test; gamma (.5) hosts gamma.test; .6 is a domain's own address.
+ * mail servers of providers (the rig of helpers/direct-delivery.ts). Providers: alpha (mx1 on .2,
+ * mx2 on .3) hosts a.test, b.test and c.test; beta (.4) hosts beta.test; gamma (.5) hosts
+ * gamma.test; .6 is a domain's own address.
  */
-
-const ALPHA_1 = '127.0.0.2';
-const ALPHA_2 = '127.0.0.3';
-const BETA = '127.0.0.4';
-const GAMMA = '127.0.0.5';
-const IMPLICIT = '127.0.0.6';
-
-function serveZone(dns: TestDnsServer) {
-  dns.set('mx1.alpha-mail.test', [{ type: 'A', address: ALPHA_1 }]);
-  dns.set('mx2.alpha-mail.test', [{ type: 'A', address: ALPHA_2 }]);
-  dns.set('mx.beta-mail.test', [{ type: 'A', address: BETA }]);
-  dns.set('mx.gamma-mail.test', [{ type: 'A', address: GAMMA }]);
-  for (const domain of ['a.test', 'b.test', 'c.test']) {
-    dns.set(domain, [{ type: 'MX', exchange: 'mx1.alpha-mail.test', priority: 10 }, { type: 'MX', exchange: 'mx2.alpha-mail.test', priority: 20 }]);
-  }
-  dns.set('beta.test', [{ type: 'MX', exchange: 'mx.beta-mail.test', priority: 10 }]);
-  dns.set('gamma.test', [{ type: 'MX', exchange: 'mx.gamma-mail.test', priority: 10 }]);
-  // No MX: the domain's own address takes its mail.
-  dns.set('implicit.test', [{ type: 'A', address: IMPLICIT }]);
-  dns.set('nullmx.test', [{ type: 'MX', exchange: '', priority: 0 }]);
-}
-
-type Rig = { dns: TestDnsServer; mx: MxReceivers; server: TestServer; key: string; from: string; stop(): Promise<void> };
-
-async function startRig(env: Record<string, string> = {}, options: { starttls?: boolean } = {}): Promise<Rig> {
-  const [dns, mx] = await Promise.all([startDnsServer(), startMxReceivers([ALPHA_1, ALPHA_2, BETA, GAMMA, IMPLICIT], options)]);
-  serveZone(dns);
-  const server = await startTestServer({ ...DIRECT_TEST_SETTINGS, DNS_SERVERS: dns.address, DIRECT_MX_PORT: String(mx.port), ...env });
-  const { apiKey: key } = await server.team('Direct');
-  const domain = await verifiedDomain(server, key, 'sender.example');
-  return {
-    dns, mx, server, key, from: `Sender <news@${domain.name}>`,
-    stop: async () => {
-      await server.stop();
-      await Promise.all([mx.close(), dns.close()]);
-    },
-  };
-}
-
-async function send(rig: Rig, body: Record<string, unknown>): Promise<string> {
-  const { emailId } = await expectOk(rig.server, rig.key, 'POST', '/v1/emails', { from: rig.from, subject: 'Hello', text: 'Hello there', ...body });
-  return emailId;
-}
 
 const METRICS_TOKEN = 'metrics-token-for-direct';
 
-const eventsOf = (email: { emailEvents: Array<{ status: string; data: any }> }, status: string) => email.emailEvents.filter((event) => event.status === status);
-const messageOf = (rig: Rig, emailId: string) => rig.mx.all().filter((m) => m.raw.toString('latin1').includes(`Message-ID: <${emailId}@`));
-
 describe('direct delivery', () => {
-  let rig: Rig;
+  let rig: DirectRig;
   beforeAll(async () => {
-    rig = await startRig({ METRICS_TOKEN: METRICS_TOKEN });
+    rig = await startDirectRig({ METRICS_TOKEN: METRICS_TOKEN });
   });
   afterAll(() => rig.stop());
   afterEach(async () => {
@@ -80,7 +32,7 @@ describe('direct delivery', () => {
   });
 
   it('sends each domain its recipients in one transaction to its most preferred MX, over STARTTLS, and records the server and its reply', async () => {
-    const id = await send(rig, { to: ['ann@a.test', 'bob@a.test'], cc: 'cy@a.test', bcc: 'dee@beta.test' });
+    const id = await sendDirect(rig, { to: ['ann@a.test', 'bob@a.test'], cc: 'cy@a.test', bcc: 'dee@beta.test' });
     const email = await waitForEmail(rig.server, rig.key, id, settled);
     expect(email.latestStatus).toBe('DELIVERED');
     const messages = messageOf(rig, id);
@@ -102,7 +54,7 @@ describe('direct delivery', () => {
 
   it('goes to the secondary MX when the primary refuses connections', async () => {
     await rig.mx.byAddress(ALPHA_1).stop();
-    const id = await send(rig, { to: 'eve@b.test' });
+    const id = await sendDirect(rig, { to: 'eve@b.test' });
     const email = await waitForEmail(rig.server, rig.key, id, settled);
     expect(email.latestStatus).toBe('DELIVERED');
     expect(messageOf(rig, id).map((m) => m.receiver)).toEqual([ALPHA_2]);
@@ -111,7 +63,7 @@ describe('direct delivery', () => {
 
   it('a 550 for one of three recipients bounces that one alone, suppressed; the other two are delivered once', async () => {
     rig.mx.byAddress(GAMMA).behaviour = { rcpt: (address) => (address === 'gone@gamma.test' ? { code: 550, message: '5.1.1 no such user here' } : null) };
-    const id = await send(rig, { to: ['one@gamma.test', 'gone@gamma.test', 'two@gamma.test'] });
+    const id = await sendDirect(rig, { to: ['one@gamma.test', 'gone@gamma.test', 'two@gamma.test'] });
     const email = await waitForEmail(rig.server, rig.key, id, settled);
     expect(messageOf(rig, id).map((m) => m.rcptTo)).toEqual([['one@gamma.test', 'two@gamma.test']]);
     expect(eventsOf(email, 'BOUNCED').map((event) => event.data)).toEqual([
@@ -124,7 +76,7 @@ describe('direct delivery', () => {
 
   it('greylisting (451, then 250) ends DELIVERED after a DELIVERY_DELAYED that names the reply and the next attempt', async () => {
     rig.mx.byAddress(BETA).behaviour = { rcpt: (_address, tries) => (tries === 0 ? { code: 451, message: '4.7.1 greylisted, try again later' } : null) };
-    const id = await send(rig, { to: 'grey@beta.test' });
+    const id = await sendDirect(rig, { to: 'grey@beta.test' });
     const email = await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED');
     expect(statusesOf(email)).toEqual(['QUEUED', 'DELIVERY_DELAYED', 'SENT', 'DELIVERED']);
     expect(eventsOf(email, 'DELIVERY_DELAYED')[0]!.data).toMatchObject({ response: '451 4.7.1 greylisted, try again later', recipients: ['grey@beta.test'], remoteMta: 'mx.beta-mail.test', nextAttemptAt: expect.any(String) });
@@ -134,7 +86,7 @@ describe('direct delivery', () => {
   it('an email to two domains, one deferring, is delivered to the other once and to the deferring one when it takes it', async () => {
     let refusing = true;
     rig.mx.byAddress(GAMMA).behaviour = { rcpt: () => (refusing ? { code: 450, message: '4.2.1 mailbox busy' } : null) };
-    const id = await send(rig, { to: ['x@beta.test', 'y@gamma.test'] });
+    const id = await sendDirect(rig, { to: ['x@beta.test', 'y@gamma.test'] });
     await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length >= 2);
     refusing = false;
     const email = await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERED').length === 2);
@@ -145,21 +97,21 @@ describe('direct delivery', () => {
 
   it('null MX and a domain that does not exist bounce at once without a connection; a domain with only an address record is its own MX', async () => {
     const sessionsBefore = rig.mx.receivers.map((r) => r.remoteAddresses.length);
-    const [nullMx, missing] = await Promise.all([send(rig, { to: 'who@nullmx.test' }), send(rig, { to: 'who@missing.test' })]);
+    const [nullMx, missing] = await Promise.all([sendDirect(rig, { to: 'who@nullmx.test' }), sendDirect(rig, { to: 'who@missing.test' })]);
     for (const [id, reason] of [[nullMx, /null MX/], [missing, /does not exist/]] as const) {
       const email = await waitForEmail(rig.server, rig.key, id, settled);
       expect(statusesOf(email)).toEqual(['QUEUED', 'BOUNCED']);
       expect(eventsOf(email, 'BOUNCED')[0]!.data).toMatchObject({ bounceType: 'Permanent', response: expect.stringMatching(reason) });
     }
     expect(rig.mx.receivers.map((r) => r.remoteAddresses.length)).toEqual(sessionsBefore);
-    const implicit = await send(rig, { to: 'own@implicit.test' });
+    const implicit = await sendDirect(rig, { to: 'own@implicit.test' });
     expect((await waitForEmail(rig.server, rig.key, implicit, settled)).latestStatus).toBe('DELIVERED');
     expect(messageOf(rig, implicit).map((m) => m.receiver)).toEqual([IMPLICIT]);
   });
 
   it('a resolver fault is transient: DELIVERY_DELAYED, then delivered once DNS answers again', async () => {
     rig.dns.failWith(2);
-    const id = await send(rig, { to: 'later@c.test' });
+    const id = await sendDirect(rig, { to: 'later@c.test' });
     await waitForEmail(rig.server, rig.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length > 0);
     rig.dns.failWith(null);
     const email = await waitForEmail(rig.server, rig.key, id, (e) => e.latestStatus === 'DELIVERED');
@@ -172,7 +124,7 @@ describe('direct delivery', () => {
     rig.dns.set('mx2.hang-mail.test', [{ type: 'A', address: GAMMA }]);
     rig.dns.set('hang.test', [{ type: 'MX', exchange: 'mx1.hang-mail.test', priority: 10 }, { type: 'MX', exchange: 'mx2.hang-mail.test', priority: 20 }]);
     rig.mx.byAddress(IMPLICIT).behaviour = { connect: () => 'hang' };
-    const id = await send(rig, { to: 'slow@hang.test' });
+    const id = await sendDirect(rig, { to: 'slow@hang.test' });
     const email = await waitForEmail(rig.server, rig.key, id, settled);
     expect(email.latestStatus).toBe('DELIVERED');
     expect(messageOf(rig, id).map((m) => m.receiver)).toEqual([GAMMA]);
@@ -180,7 +132,7 @@ describe('direct delivery', () => {
   });
 
   it("counts each recipient's outcome per destination in /metrics, with each destination's queue", async () => {
-    const id = await send(rig, { to: 'metered@beta.test' });
+    const id = await sendDirect(rig, { to: 'metered@beta.test' });
     await waitForEmail(rig.server, rig.key, id, settled);
     const metrics = await (await fetch(`${rig.server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     const delivered = Number(/^mailroom_direct_deliveries_total\{destination="beta-mail\.test",result="delivered"\} (\d+)$/m.exec(metrics)?.[1]);
@@ -210,11 +162,11 @@ describe('direct delivery', () => {
 });
 
 describe('direct delivery: one provider at its limits', () => {
-  let rig: Rig;
+  let rig: DirectRig;
   beforeAll(async () => {
     // A dispatcher that holds twenty emails at once: a destination that kept them all would stop the rest.
     // SMTP's timeouts at twice the other rigs' scale, so that a slow reply stays well within its own.
-    rig = await startRig({ DIRECT_MAX_CONNECTIONS: '2', DISPATCH_BATCH_SIZE: '10', DISPATCH_CONCURRENCY: '2', DIRECT_TIMEOUT_SCALE: '0.004' });
+    rig = await startDirectRig({ DIRECT_MAX_CONNECTIONS: '2', DISPATCH_BATCH_SIZE: '10', DISPATCH_CONCURRENCY: '2', DIRECT_TIMEOUT_SCALE: '0.004' });
   });
   afterAll(() => rig.stop());
 
@@ -222,7 +174,7 @@ describe('direct delivery: one provider at its limits', () => {
     const alpha = rig.mx.byAddress(ALPHA_1);
     alpha.behaviour = { replyDelayMs: 50 };
     alpha.resetPeak();
-    const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => send(rig, { to: `r${i}@${['a', 'b', 'c'][i % 3]}.test` })));
+    const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => sendDirect(rig, { to: `r${i}@${['a', 'b', 'c'][i % 3]}.test` })));
     for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
     expect(alpha.received.length).toBeGreaterThanOrEqual(24);
     expect(alpha.peakSessions).toBeLessThanOrEqual(2);
@@ -236,7 +188,7 @@ describe('direct delivery: one provider at its limits', () => {
       replyDelayMs: 20,
       data: (message) => (!refused && message.raw.toString('latin1').includes('Subject: Refuse me once') ? ((refused = true), { code: 451, message: '4.3.0 try the other one' }) : null),
     };
-    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => send(rig, { to: `p${i}@a.test`, subject: i === 3 ? 'Refuse me once' : `Piped ${i}` })));
+    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => sendDirect(rig, { to: `p${i}@a.test`, subject: i === 3 ? 'Refuse me once' : `Piped ${i}` })));
     for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
     expect(refused).toBe(true);
     const messages = ids.map((id) => messageOf(rig, id));
@@ -251,9 +203,9 @@ describe('direct delivery: one provider at its limits', () => {
     // Slow, but well within the (scaled) 2.4 s the end of DATA may take here: a reply the sender gave
     // up waiting for (on a busy machine) would be sent again, as SMTP leaves it no way to know.
     gamma.behaviour = { replyDelayMs: 900 };
-    const slow = await Promise.all(Array.from({ length: 30 }, (_, i) => send(rig, { to: `lag${i}@gamma.test` })));
+    const slow = await Promise.all(Array.from({ length: 30 }, (_, i) => sendDirect(rig, { to: `lag${i}@gamma.test` })));
     await waitFor('the slow destination at work', async () => gamma.openSessions(), (n) => n > 0);
-    const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `quick${i}@beta.test` })));
+    const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => sendDirect(rig, { to: `quick${i}@beta.test` })));
     for (const id of healthy) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
     expect(gamma.received.length).toBeLessThanOrEqual(4);
     gamma.behaviour = {};
@@ -265,8 +217,8 @@ describe('direct delivery: one provider at its limits', () => {
     // Connections left from before close once idle: from then on every connection meets the 421.
     await waitFor('no connection open to it', async () => rig.mx.byAddress(GAMMA).openSessions(), (n) => n === 0);
     rig.mx.byAddress(GAMMA).behaviour = { connect: () => ({ code: 421, message: '4.7.0 too many connections, slow down' }) };
-    const slow = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `s${i}@gamma.test` })));
-    const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => send(rig, { to: `h${i}@beta.test` })));
+    const slow = await Promise.all(Array.from({ length: 10 }, (_, i) => sendDirect(rig, { to: `s${i}@gamma.test` })));
+    const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => sendDirect(rig, { to: `h${i}@beta.test` })));
     for (const id of healthy) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
     // Every healthy one through, and not one of the 421ing destination's.
     const ofThisTest = () => rig.mx.byAddress(GAMMA).received.filter((m) => /^s\d+@/.test(m.rcptTo[0]!));
@@ -285,13 +237,13 @@ describe('direct delivery: one provider at its limits', () => {
 });
 
 describe("direct delivery: a destination's own limits from DELIVERY_POLICY_FILE", () => {
-  let rig: Rig;
+  let rig: DirectRig;
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-policy-'));
     const policy = path.join(dir, 'policy.json');
     await writeFile(policy, JSON.stringify({ 'beta-mail.test': { maxConnections: 1, perMinute: 3 } }));
-    rig = await startRig({ DELIVERY_POLICY_FILE: policy });
+    rig = await startDirectRig({ DELIVERY_POLICY_FILE: policy });
   });
   afterAll(async () => {
     await rig.stop();
@@ -303,7 +255,7 @@ describe("direct delivery: a destination's own limits from DELIVERY_POLICY_FILE"
     beta.behaviour = { replyDelayMs: 30 };
     beta.resetPeak();
     const sentAt = Date.now();
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => send(rig, { to: `q${i}@beta.test` })));
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => sendDirect(rig, { to: `q${i}@beta.test` })));
     await waitFor('three delivered', async () => beta.received.length, (n) => n === 3);
     // While the one connection is busy the rest come back every moment; past the rate they wait for the next minute.
     const waiting = await waitFor(
@@ -318,9 +270,9 @@ describe("direct delivery: a destination's own limits from DELIVERY_POLICY_FILE"
 });
 
 describe('direct delivery: IP pools and TLS', () => {
-  let rig: Rig;
+  let rig: DirectRig;
   beforeAll(async () => {
-    rig = await startRig({
+    rig = await startDirectRig({
       IP_POOLS: 'dedicated=127.0.0.7/out1.mailroom.test,127.0.0.8/out2.mailroom.test',
       DIRECT_MESSAGES_PER_CONNECTION: '1',
     });
@@ -336,7 +288,7 @@ describe('direct delivery: IP pools and TLS', () => {
 
     const beta = rig.mx.byAddress(BETA);
     const ids = [];
-    for (let i = 0; i < 4; i++) ids.push(await send(rig, { to: `p${i}@beta.test` }));
+    for (let i = 0; i < 4; i++) ids.push(await sendDirect(rig, { to: `p${i}@beta.test` }));
     for (const id of ids) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
     const seen = beta.received.map((m) => `${m.remoteAddress} ${m.helo}`);
     expect(new Set(seen)).toEqual(new Set(['127.0.0.7 out1.mailroom.test', '127.0.0.8 out2.mailroom.test']));
@@ -345,17 +297,17 @@ describe('direct delivery: IP pools and TLS', () => {
 
 describe('direct delivery: a receiver without STARTTLS', () => {
   it('is sent to in clear by default, and not at all with DIRECT_REQUIRE_TLS', async () => {
-    const open = await startRig({}, { starttls: false });
+    const open = await startDirectRig({}, { starttls: false });
     try {
-      const id = await send(open, { to: 'plain@beta.test' });
+      const id = await sendDirect(open, { to: 'plain@beta.test' });
       expect((await waitForEmail(open.server, open.key, id, settled)).latestStatus).toBe('DELIVERED');
       expect(messageOf(open, id)[0]!.secure).toBe(false);
     } finally {
       await open.stop();
     }
-    const strict = await startRig({ DIRECT_REQUIRE_TLS: 'true' }, { starttls: false });
+    const strict = await startDirectRig({ DIRECT_REQUIRE_TLS: 'true' }, { starttls: false });
     try {
-      const id = await send(strict, { to: 'plain@beta.test' });
+      const id = await sendDirect(strict, { to: 'plain@beta.test' });
       const email = await waitForEmail(strict.server, strict.key, id, (e) => eventsOf(e, 'DELIVERY_DELAYED').length > 0);
       expect(eventsOf(email, 'DELIVERY_DELAYED')[0]!.data.response).toMatch(/TLS/);
       expect(strict.mx.all()).toHaveLength(0);

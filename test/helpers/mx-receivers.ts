@@ -14,6 +14,8 @@ export type MxMessage = {
   helo: string;
   /** The client's source address, as the receiver saw it. */
   remoteAddress: string;
+  /** The connection it came over: the same for every message of one connection, another for each. */
+  connection: string;
 };
 export type MxReply = { code: number; message: string };
 
@@ -25,6 +27,8 @@ export type MxBehaviour = {
    * connection closed.
    */
   connect?: (session: { remoteAddress: string }) => 'hang' | 'close' | MxReply | null;
+  /** Per MAIL FROM: a reply refuses the transaction (a 421 also closes the connection). */
+  mail?: (address: string) => MxReply | null;
   /**
    * Per RCPT TO: a reply refuses that recipient. `tries` is how many times this address was given
    * to this receiver before (0 the first time), so greylisting is one line. A 421 also closes the
@@ -35,6 +39,14 @@ export type MxBehaviour = {
   data?: (message: MxMessage) => MxReply | null;
   /** Waits this long before answering the final dot, as a slow receiver does. */
   replyDelayMs?: number;
+  /** Answers the final dot only once this settles (after `replyDelayMs`): a test holds replies, and so counts the messages under way at once. */
+  replyWhen?: (message: MxMessage) => Promise<unknown>;
+  /**
+   * Takes this command and never answers it, nor anything after it, as a server that stalls
+   * mid-session: MAIL FROM, RCPT TO, DATA (no 354), or the final dot (no reply after the message,
+   * which is then not among `received`).
+   */
+  hang?: 'MAIL' | 'RCPT' | 'DATA' | 'DOT';
 };
 
 export type MxReceiver = {
@@ -46,7 +58,12 @@ export type MxReceiver = {
   behaviour: MxBehaviour;
   /** TCP connections open now, whatever stage they are at (hung, refused and closing ones too). */
   openSessions(): number;
-  /** The most connections ever open at once, since the start or the last `resetPeak()`. */
+  /**
+   * The most connections ever open at once, since the start or the last `resetPeak()`. A connection
+   * counts until this side sees it close: one the sender closed just before opening the next may
+   * still count when the next is accepted, so a sender at its cap that replaces a connection can
+   * show here one over it.
+   */
   readonly peakSessions: number;
   /** Restarts the peak from the connections open now. */
   resetPeak(): void;
@@ -166,8 +183,8 @@ function receiver(address: string, tls: Certificate | null) {
     return reply(answer);
   };
 
-  const make = () =>
-    new SMTPServer({
+  const make = () => {
+    const smtp: SMTPServer = new SMTPServer({
       disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
       authOptional: true,
       ...(tls ?? {}),
@@ -188,17 +205,32 @@ function receiver(address: string, tls: Certificate | null) {
         }
         callback(answer ? refuse(answer) : undefined);
       },
-      onMailFrom(_address, session, callback) {
+      onMailFrom(from, session, callback) {
         api.helos.push(session.hostNameAppearsAs);
-        callback();
+        if (api.behaviour.hang === 'MAIL') return;
+        const answer = api.behaviour.mail?.(from.address) ?? null;
+        callback(answer ? refuse(answer) : undefined);
       },
       onRcptTo(recipient, _session, callback) {
+        if (api.behaviour.hang === 'RCPT') return;
         const tries = triesByAddress.get(recipient.address) ?? 0;
         triesByAddress.set(recipient.address, tries + 1);
         const answer = api.behaviour.rcpt?.(recipient.address, tries) ?? null;
         callback(answer ? refuse(answer) : undefined);
       },
       onData(stream, session, callback) {
+        if (api.behaviour.hang === 'DATA') {
+          // smtp-server sends its 354 itself, right after this call: the connection drops that one.
+          type Connection = { session: unknown; send(code: number, ...rest: unknown[]): void };
+          const connection = [...(smtp.connections as Set<Connection>)].find((c) => c.session === session);
+          if (!connection) throw new Error('hang on DATA: the session has no connection');
+          const send = connection.send;
+          connection.send = function (this: Connection, code, ...rest) {
+            connection.send = send;
+            if (code !== 354) send.call(this, code, ...rest);
+          };
+          return;
+        }
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
         stream.on('end', () => {
@@ -211,16 +243,23 @@ function receiver(address: string, tls: Certificate | null) {
             secure: session.secure,
             helo: session.hostNameAppearsAs,
             remoteAddress: session.remoteAddress,
+            connection: session.id,
           };
+          if (api.behaviour.hang === 'DOT') return;
           const answer = api.behaviour.data?.(message) ?? null;
           if (!answer) api.received.push(message);
-          const respond = () => callback(answer ? refuse(answer) : undefined);
-          const delay = api.behaviour.replyDelayMs ?? 0;
+          const { replyDelayMs: delay = 0, replyWhen } = api.behaviour;
+          const respond = () => {
+            if (!replyWhen) return callback(answer ? refuse(answer) : undefined);
+            void replyWhen(message).finally(() => callback(answer ? refuse(answer) : undefined));
+          };
           if (delay > 0) setTimeout(respond, delay);
           else respond();
         });
       },
     });
+    return smtp;
+  };
 
   const listen = async (at: number) => {
     const smtp = make();

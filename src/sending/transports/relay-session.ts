@@ -66,6 +66,8 @@ export class RelaySession {
   private authMechanisms = new Set<string>();
   private readonly closeCallbacks = new Set<() => void>();
   private replyTimeout = 0;
+  // A 421 read: the server is closing the connection (RFC 5321 §3.8), and its end is that reply's doing.
+  private closing: Reply | null = null;
 
   private constructor(private readonly options: RelayOptions, readonly timeouts: SessionTimeouts) {}
 
@@ -222,8 +224,16 @@ export class RelaySession {
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => this.read(chunk));
     socket.on('timeout', () => this.destroy(new SessionFailure(`timeout: no answer within ${this.replyTimeout} ms`)));
-    socket.on('error', (error) => this.fail(new SessionFailure(`connection to the relay failed: ${error.message}`)));
-    socket.on('close', () => this.fail(new SessionFailure('the relay closed the connection')));
+    socket.on('error', (error) => this.fail(this.closedWith421() ?? new SessionFailure(`connection to the relay failed: ${error.message}`)));
+    socket.on('close', () => this.fail(this.closedWith421() ?? new SessionFailure('the relay closed the connection')));
+  }
+
+  /**
+   * A server that answers 421 and closes, as to one command of a pipelined envelope: the replies
+   * still owed fail with its 421, so that what the server said (often: slow down) is not lost.
+   */
+  private closedWith421(): SessionFailure | null {
+    return this.closing && new SessionFailure(this.closing.text, this.closing.code);
   }
 
   private read(chunk: string): void {
@@ -240,6 +250,7 @@ export class RelaySession {
       if (line.charAt(3) === '-') continue;
       const reply = { code: Number(line.slice(0, 3)) || 0, text: this.lines.join('\n') };
       this.lines = [];
+      if (reply.code === 421) this.closing = reply;
       const waiter = this.waiters.shift();
       if (this.waiters.length === 0) this.socket.setTimeout(0);
       // A reply nobody asked for is the relay ending the session (421 on its idle timeout).

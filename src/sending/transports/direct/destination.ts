@@ -406,6 +406,10 @@ export class Destination {
     this.limit = Math.max(1, Math.floor(this.limit / 2));
     this.pausedUntil = now + this.settings.backoffMs * Math.min(2 ** this.pauses, MAX_PAUSE_FACTOR);
     this.pauses++;
+    // Connections past the new limit that wait for work close now: handed the next attempt after
+    // the pause, they would keep the destination at its old number of connections. Those at work
+    // end after their attempt (next()).
+    for (let surplus = this.runners - this.limit; surplus > 0 && this.waiting.length > 0; surplus--) this.waiting.shift()!(null);
   }
 
   private recovered(): void {
