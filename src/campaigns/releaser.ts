@@ -50,7 +50,7 @@ export function startReleaser(deps: ReleaserDeps, options: { now?: () => Date; a
         nextAt: new Date(at.getTime() + campaign.batch_window_minutes * 60_000),
         withRows: heard,
         segment,
-        walkInOrder: deps.dbKind === 'postgres',
+        mailAnalysed: deps.dbKind === 'postgres',
       });
       await reportEmailEvents(tx, emails.map((email) => ({ teamId: campaign.team_id, email, status: 'QUEUED' as const, data: null })), at);
       // Starting, or the first batch after a new schedule, makes it RUNNING.

@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { CampaignRow } from './campaigns.js';
 import type { CampaignChange, EmailSnapshotRow } from './campaigns.js';
 import type { Filter } from '../audience/segment-filter.js';
-import { filterSql } from './segment-sql.js';
+import { filterSql, probesMail } from './segment-sql.js';
 import { sortableIdSql } from './sql-values.js';
 
 // Timestamps of the cursor travel as text: a JavaScript Date would drop their microseconds, and a
@@ -71,8 +71,8 @@ export type ReleaseBatch = {
   withRows: boolean;
   /** The segment the campaign goes to, as it is now; null: the whole book. */
   segment: Filter | null;
-  /** Whether to make the planner walk the book in order for a segment (PostgreSQL; see releaseBatch). */
-  walkInOrder: boolean;
+  /** Whether the database has statistics of mail and events (PostgreSQL; see releaseBatch). */
+  mailAnalysed: boolean;
 };
 
 /**
@@ -99,8 +99,9 @@ export async function releaseBatch(
   // probe): guessing few, it would read and sort the whole rest of the book for every batch. Walking
   // contacts_book_order in order stops at the batch's last match. With sorting priced out, the
   // planner would think the statement costly enough to compile (JIT), which takes longer than the batch.
-  // Not on PGlite, whose emails and events have no statistics: steered so, it probes them worse.
-  const steered = batch.segment !== null && batch.walkInOrder;
+  // On PGlite, whose emails and events have no statistics, only a segment that looks up no mail:
+  // steered so, it would probe them worse.
+  const steered = batch.segment !== null && (batch.mailAnalysed || !probesMail(batch.segment));
   if (steered) {
     await sql`SET LOCAL enable_sort = off`.execute(tx);
     await sql`SET LOCAL jit = off`.execute(tx);
