@@ -279,6 +279,46 @@ describe('campaigns to a segment', () => {
     expect(reached.sort()).toEqual(pros);
   });
 
+  it('PATCH points a campaign at another segment of its book (or the whole book) until its release starts, then refuses with 409', async () => {
+    const book = await bookOf([
+      { email: 'pro@h.test', properties: { plan: 'pro' } },
+      { email: 'free@h.test', properties: { plan: 'free' } },
+    ]);
+    const pros = await team.ok('POST', segmentsOf(book), { name: 'Pros', filter: { all: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } });
+    const frees = await team.ok('POST', segmentsOf(book), { name: 'Frees', filter: { all: [{ field: 'properties.plan', op: 'eq', value: 'free' }] } });
+    const draft = await team.ok('POST', '/v1/campaigns', {
+      name: 'Draft', from: `news@${team.domain.name}`, subject: 'News', contactBookId: book, segmentId: pros.id, html: HTML,
+    });
+    const path = `/v1/campaigns/${draft.id}`;
+    expect(await team.ok('PATCH', path, { segmentId: null, name: 'To everyone' })).toMatchObject({ segmentId: null, name: 'To everyone' });
+    expect(await team.ok('PATCH', path, { segmentId: frees.id })).toMatchObject({ segmentId: frees.id, name: 'To everyone' });
+
+    // A segment of another book, or of another team, is refused by name, and the campaign keeps its own.
+    const elsewhere = await team.ok('POST', segmentsOf(await bookOf([{ email: 'x@h.test' }])), { name: 'Elsewhere', filter: { all: [{ field: 'email', op: 'exists' }] } });
+    const stranger = await feedbackTeam(env.server, env.sink, 'segments-other.test');
+    const theirs = await stranger.ok('POST', `/v1/contactBooks/${(await stranger.ok('POST', '/v1/contactBooks', { name: 'Theirs' })).id}/segments`, {
+      name: 'Theirs', filter: { all: [{ field: 'email', op: 'exists' }] },
+    });
+    for (const segmentId of [elsewhere.id, theirs.id]) {
+      const refused = await env.server.call('PATCH', path, { key: team.key, body: { segmentId } });
+      expectApiError(refused, 400, 'VALIDATION_ERROR');
+      expect(refused.body.error.details).toEqual([{ path: 'segmentId', message: expect.stringContaining('not found in contact book') }]);
+    }
+    // Another team's key finds no such campaign.
+    expectApiError(await env.server.call('PATCH', path, { key: stranger.key, body: { segmentId: null } }), 404, 'NOT_FOUND');
+    expect(await team.ok('GET', path)).toMatchObject({ segmentId: frees.id, name: 'To everyone' });
+
+    // Sent, it goes to the segment it was pointed at last; started, its recipients are fixed.
+    await team.ok('POST', `${path}/schedule`, {});
+    const sent = await waitFor('campaign SENT', () => team.ok('GET', path), (c) => c.status === 'SENT');
+    expect(sent).toMatchObject({ total: 1, sent: 1 });
+    const refused = await env.server.call('PATCH', path, { key: team.key, body: { segmentId: pros.id } });
+    expectApiError(refused, 409, 'CONFLICT');
+    expect(await team.ok('PATCH', path, { name: 'Renamed after' })).toMatchObject({ name: 'Renamed after', segmentId: frees.id });
+    const reached = env.sink.received.flatMap((message) => message.rcptTo).filter((address) => address.endsWith('@h.test'));
+    expect(reached).toEqual(['free@h.test']);
+  });
+
   it('a segment a campaign not yet sent goes to cannot be deleted; once the campaign is gone it can', async () => {
     const book = await bookOf([{ email: 'later@g.test' }]);
     const segment = await team.ok('POST', segmentsOf(book), { name: 'All', filter: { all: [{ field: 'email', op: 'exists' }] } });

@@ -26,6 +26,11 @@ export const createCampaignBody = z.object({
   batchWindowMinutes: z.number().int().min(0).max(1440).default(0).describe('Minutes between batches; 0 releases them as fast as delivery allows'),
 });
 
+export const updateCampaignBody = z.object({
+  name: createCampaignBody.shape.name.optional(),
+  segmentId: z.string().min(1).max(64).nullable().optional().describe('A segment of the book, or null for the whole book; only before the release starts'),
+});
+
 export const campaignSchema = z.object({
   id: z.string(),
   name: z.string(),
@@ -92,6 +97,17 @@ export const campaignRoutes = [
     params,
     response: campaignSchema,
     handler: ({ deps, auth, params }) => service.getCampaign(deps, auth, params),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/campaigns/{campaignId}',
+    tag: TAG,
+    summary: 'Rename a campaign, or change the segment it goes to before its release starts',
+    description: '`segmentId` null sends to the whole book. A campaign whose release has started finishes with the segment it started with (its `total` was counted from it): 409.',
+    params,
+    body: updateCampaignBody,
+    response: campaignSchema,
+    handler: ({ deps, auth, params, body }) => service.updateCampaign(deps, auth, { ...params, ...body }),
   }),
   defineRoute({
     method: 'delete',

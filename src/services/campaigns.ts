@@ -184,6 +184,32 @@ export async function listCampaigns(deps: CampaignDeps, { teamId, domainId }: Ca
   return { campaigns: rows.map(toCampaign), totalPage: Math.ceil(count / PAGE_SIZE) };
 }
 
+/**
+ * Renames the campaign, or points it at another segment of its book (null: the whole book). A
+ * release finishes with the segment it started with (its total was counted from it), so the
+ * segment changes only before (409 after).
+ */
+export async function updateCampaign(
+  deps: CampaignDeps,
+  caller: Caller,
+  { campaignId: id, name, segmentId }: { campaignId: string; name?: string; segmentId?: string | null },
+) {
+  await deps.db.transaction().execute(async (tx) => {
+    const row = inScope(caller, await campaigns.findCampaign(tx, caller.teamId, id, true));
+    if (segmentId !== undefined && row.started_at !== null) {
+      throw conflict(`Campaign ${id} is ${row.status} and its release has started; its segment can only change before`);
+    }
+    // Its key-share lock keeps the segment until the campaign that goes to it points at it.
+    const segment = segmentId ? await segmentForCampaign(tx, caller.teamId, row.contact_book_id ?? '', segmentId) : null;
+    await campaigns.updateCampaign(tx, caller.teamId, id, {
+      ...(name === undefined ? {} : { name }),
+      ...(segmentId === undefined ? {} : { segment_id: segment?.id ?? null }),
+      updated_at: new Date(),
+    });
+  });
+  return getCampaign(deps, caller, { campaignId: id });
+}
+
 /** Runs `move` on the campaign locked, after checking its status allows it (409 naming it otherwise). */
 async function move<T>(
   deps: CampaignDeps,
