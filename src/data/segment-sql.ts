@@ -47,7 +47,8 @@ function engagementSql(node: EngagementCondition, now: Date): RawBuilder<boolean
   const span = node.within === undefined ? null : spanMs(node.within);
   const since = span === null ? null : new Date(now.getTime() - span);
   const status = EVENT_STATUS[node.event];
-  const found = onRow(node) && engages(status) ? lastEngaged(sql.ref(`c.${ENGAGED_AT[status]}`), since) : sql<boolean>`EXISTS (
+  const column = rowColumn(node);
+  const found = column ? lastEngaged(sql.ref(`c.${column}`), since) : sql<boolean>`EXISTS (
     SELECT 1 FROM emails e JOIN email_events ev ON ev.team_id = e.team_id AND ev.email_id = e.id
     WHERE e.team_id = c.team_id AND e.contact_id = c.id AND e.campaign_id IS NOT NULL AND ev.status = ${status}
       ${since ? sql`AND ev.created_at >= ${since}` : sql``}
@@ -55,14 +56,17 @@ function engagementSql(node: EngagementCondition, now: Date): RawBuilder<boolean
   return node.negate ? sql<boolean>`NOT ${found}` : found;
 }
 
-/** Whether an engagement condition is read from the contact's own row. */
-const onRow = (node: EngagementCondition) => engages(EVENT_STATUS[node.event]) && !node.campaignId;
+/** The column of the contact's own row an engagement condition reads; null when it looks the mail up. */
+function rowColumn(node: EngagementCondition): string | null {
+  const status = EVENT_STATUS[node.event];
+  return engages(status) && !node.campaignId ? ENGAGED_AT[status] : null;
+}
 
 /** Whether any condition of the filter looks a contact's mail up (engagement not read from its row). */
 export function probesMail(node: Node): boolean {
   if ('all' in node) return node.all.some(probesMail);
   if ('any' in node) return node.any.some(probesMail);
-  return 'event' in node && !onRow(node);
+  return 'event' in node && rowColumn(node) === null;
 }
 
 /** Whether the row's last time is set (and within the window): never null, so that NOT negates it. */

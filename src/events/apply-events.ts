@@ -37,9 +37,9 @@ export const emailReported = (teamId: number, email: EmailSnapshot, event: { sta
  * email once per kind on its campaign and its domain's day, suppresses the addresses it names,
  * takes a campaign recipient who bounced hard or complained out of the book's mailing, keeps when
  * a campaign recipient last opened or clicked (after the campaign's counters, as every event takes
- * its locks: email, campaign, then contact), and writes the webhook calls all of that owes. Runs in the caller's transaction; answers the events
- * appended and what was newly counted. `statusMoved`: the caller has moved the emails' status
- * already (releaseClaims).
+ * its locks: email, campaign, then contact), and writes the webhook calls all of that owes. Runs in
+ * the caller's transaction; answers the events appended and what was newly counted.
+ * `statusMoved`: the caller has moved the emails' status already (releaseClaims).
  */
 export async function applyEvents(tx: Db, events: EventInput[], now: Date, statusMoved = false): Promise<{ appended: EventInput[]; counted: Counted[] }> {
   const fresh = await appendEvents(

@@ -9,9 +9,9 @@ import type { Email, PostalMimeOptions } from 'postal-mime';
  * On the event loop every request of the process would wait that long. So every message Mailroom
  * reads (submitted, received, a report, an attachment read again) is parsed here, on a thread of
  * its own, one at a time in the order asked; the loop only copies the message there and takes the
- * parsed result back (attachments' bytes moved, not copied). The thread starts with the first message and is kept (holding
- * the process open only while it has work); one that dies fails the message it was parsing, and
- * the next message starts another.
+ * parsed result back (attachments' bytes moved, not copied). The thread starts with the first
+ * message and is kept (holding the process open only while it has work); one that dies fails the
+ * message it was parsing, and the next message starts another.
  */
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -71,7 +71,7 @@ function next(): void {
   thread.postMessage({ raw: current.raw, options: current.options });
 }
 
-/** PostalMime.parse(raw, options), on the parsing thread: the message is copied there, the result back. */
+/** PostalMime.parse(raw, options), on the parsing thread: the message is copied there, the result back (its attachments' bytes moved). */
 export function parseMime(raw: Uint8Array, options: PostalMimeOptions = {}): Promise<Email> {
   return new Promise((resolve, reject) => {
     waiting.push({ raw, options, resolve, reject });
