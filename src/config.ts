@@ -174,6 +174,8 @@ const envSchema = z.object({
   DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   DISPATCH_LEASE_SECONDS: z.coerce.number().positive().max(86_400).default(300),
   CAMPAIGN_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
+  AUTOMATION_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
+  AUTOMATION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   SEND_RETRY_WINDOW_HOURS: hours(24),
   SEND_RETRY_BASE_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
@@ -277,6 +279,9 @@ export type Config = {
   dispatchLeaseMs: number;
   /** How often the campaign releaser looks for due batches. */
   campaignPollMs: number;
+  /** How often the automation runner looks for due runs, and how many it takes in one transaction. */
+  automationPollMs: number;
+  automationBatchSize: number;
   /** Temporary failures are retried until this long after the email was due, then it FAILED. */
   sendRetryWindowMs: number;
   /** The first retry's delay; each next one doubles (capped at an hour), with jitter. */
@@ -384,6 +389,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dispatchPollMs: e.DISPATCH_POLL_MS,
     dispatchLeaseMs: e.DISPATCH_LEASE_SECONDS * 1000,
     campaignPollMs: e.CAMPAIGN_POLL_MS,
+    automationPollMs: e.AUTOMATION_POLL_MS,
+    automationBatchSize: e.AUTOMATION_BATCH_SIZE,
     sendRetryWindowMs: e.SEND_RETRY_WINDOW_HOURS * 3_600_000,
     sendRetryBaseMs: e.SEND_RETRY_BASE_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,

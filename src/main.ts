@@ -1,5 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import { CampaignRenderer } from './campaigns/render.js';
+import { startAutomationRunner, type AutomationRunner } from './automations/runner.js';
 import { startReleaser, type Releaser } from './campaigns/releaser.js';
 import { parseCommand, type CommandTarget } from './cli/commands.js';
 import { controlSocketPath, serveControlSocket } from './cli/control-socket.js';
@@ -99,6 +100,7 @@ type Parts = {
   inbound?: InboundListener;
   domainWorker?: DomainWorker;
   releaser?: Releaser;
+  automationRunner?: AutomationRunner;
   dispatcher?: Dispatcher;
   deliverability?: { stop(): Promise<void> };
   webhookSender?: WebhookSender;
@@ -113,6 +115,7 @@ async function closeParts(parts: Parts): Promise<void> {
   await parts.inbound?.close();
   await parts.domainWorker?.stop();
   await parts.releaser?.stop();
+  await parts.automationRunner?.stop();
   await parts.dispatcher?.stop();
   await parts.deliverability?.stop();
   await parts.webhookSender?.stop();
@@ -125,7 +128,7 @@ async function closeParts(parts: Parts): Promise<void> {
 /**
  * Starts Mailroom: the database (migrated); unless ROLE=worker, the HTTP API, its pages and SMTP
  * submission; unless ROLE=api, the inbound SMTP listener and the workers (domain checks, campaign
- * release, dispatch, webhook calls, retention); on every role /health. All share one set of
+ * release, automation runs, dispatch, webhook calls, retention); on every role /health. All share one set of
  * dependencies and one set of signals.
  */
 export async function startMailroom(
@@ -183,6 +186,7 @@ export async function startMailroom(
         parts.deliverability = startDeliverabilityReporter(deps, { outcomes, destinations, workerId: claims.id });
       }
       parts.releaser = startReleaser(deps);
+      parts.automationRunner = startAutomationRunner(deps);
       parts.webhookSender = startWebhookSender(deps, { claims });
       parts.retention = startRetention(deps);
     }

@@ -50,8 +50,8 @@ describe('OpenAPI document', () => {
       } else {
         expect(operation.requestBody, what).toBeUndefined();
       }
-      // A download is described as its bytes, of its media type; everything else answers JSON.
-      expect(operation.responses['200'].content[route.download ?? 'application/json'].schema, what).toEqual(
+      // A download is described as its bytes, of its media type; everything else answers JSON (202 when taken to act on later).
+      expect(operation.responses[route.accepted ? '202' : '200'].content[route.download ?? 'application/json'].schema, what).toEqual(
         route.download ? { type: 'string', format: 'binary' } : expect.objectContaining({}),
       );
       for (const status of ['400', '401', '403', '404', '429']) {

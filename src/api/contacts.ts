@@ -12,7 +12,7 @@ const MAX_FILTER_VALUES = 1_000;
 
 // A check that replaces the value (as zod's own overwrite does) validates and normalises in one
 // pass; a transform, which zod runs as a pipe, made parsing a bulk request 60% slower.
-const email = z
+export const contactEmail = z
   .string()
   .meta({ format: 'email', description: 'Trimmed, domain lower-cased; unique in the book whatever its case' })
   .check((payload) => {
@@ -29,7 +29,7 @@ const MAX_PROPERTY_VALUE = 10_000;
 const name = z.string().trim().max(MAX_NAME).nullable();
 
 const contactFields = {
-  email,
+  email: contactEmail,
   firstName: name,
   lastName: name,
   properties: z.record(z.string().min(1).max(MAX_PROPERTY_NAME), z.string().max(MAX_PROPERTY_VALUE)),

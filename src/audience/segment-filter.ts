@@ -78,11 +78,13 @@ type RawNode = {
   event?: Engagement;
   within?: string;
   campaignId?: string;
+  step?: string;
   negate?: boolean;
 };
 
 export type Condition = { field: Field; op: Op; value?: Scalar | Scalar[] };
-export type EngagementCondition = { event: Engagement; within?: string; campaignId?: string; negate?: boolean };
+/** `step`: in an automation's condition, the mail one of its send steps sent this run (see automation-steps.ts). */
+export type EngagementCondition = { event: Engagement; within?: string; campaignId?: string; step?: string; negate?: boolean };
 export type Group = { all: Node[] } | { any: Node[] };
 export type Node = Group | Condition | EngagementCondition;
 
@@ -99,6 +101,7 @@ function problemsOf(node: RawNode): Issue[] {
     return [];
   }
   if (node.event !== undefined) {
+    if (node.step !== undefined && node.campaignId !== undefined) return [{ path: ['step'], message: 'cannot be given together with campaignId: a step\'s mail is no campaign\'s' }];
     return node.within !== undefined && spanMs(node.within) === null
       ? [{ path: ['within'], message: `must be a span like "30 days" (minutes, hours, days, weeks, months or years, at most 1000 years), not "${node.within}"` }]
       : [];
@@ -146,6 +149,7 @@ const nodeSchema: z.ZodType<RawNode> = z
     event: z.enum(ENGAGEMENTS).optional().describe('An engagement condition: the contact got mail with this event'),
     within: z.string().max(40).optional().describe('Only events this recent: "30 days", "12 hours"'),
     campaignId: z.string().min(1).max(64).optional().describe("Only the mail of this campaign of the contact's book"),
+    step: z.string().min(1).max(64).optional().describe("In an automation's condition only: the mail an earlier send step of this automation sent the contact in this run"),
     negate: z.boolean().optional().describe('Match contacts without such an event'),
   })
   .superRefine((node, ctx) => {
@@ -190,4 +194,9 @@ export type Filter = Group;
 /** The campaigns a filter names, each with where: checked against the team's campaigns of the book. */
 export function namedCampaigns(filter: Filter): { campaignId: string; path: (string | number)[] }[] {
   return [...walk(filter as RawNode)].flatMap(({ node, path }) => (node.campaignId ? [{ campaignId: node.campaignId, path: [...path, 'campaignId'] }] : []));
+}
+
+/** The automation steps a filter names, each with where: only an automation's condition may name one. */
+export function namedSteps(filter: Filter): { step: string; path: (string | number)[] }[] {
+  return [...walk(filter as RawNode)].flatMap(({ node, path }) => (node.step ? [{ step: node.step, path: [...path, 'step'] }] : []));
 }

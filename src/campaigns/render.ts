@@ -4,7 +4,7 @@ import { findCampaignStates, findRecipientValues, type CampaignState, type Recip
 import type { ClaimedEmail } from '../data/emails.js';
 import { addressOf, domainOf } from '../mail/address.js';
 import { escapeHtml, htmlToText } from '../mail/html.js';
-import { unsubscribeUrl } from '../mail/links.js';
+import { listUnsubscribeHeaders, unsubscribeUrl } from '../mail/links.js';
 import type { RecipientTokens } from '../mail/tokens.js';
 import { AnswerCache } from '../reuse-for.js';
 import { unsubscribeAddress } from '../mail/verp.js';
@@ -78,8 +78,7 @@ export class CampaignRenderer implements CampaignComposer {
         html: renderTemplate(template.html, values, true),
         text: renderTemplate(template.text, values, false),
         headers: {
-          'List-Unsubscribe': `<${unsubscribe}>, <mailto:${unsubscribeAddress({ emailId: email.id, tag: this.tokens.addressTag(email.id) }, domain, this.config.returnPathSubdomain)}?subject=unsubscribe>`,
-          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+          ...listUnsubscribeHeaders(unsubscribe, unsubscribeAddress({ emailId: email.id, tag: this.tokens.addressTag(email.id) }, domain, this.config.returnPathSubdomain)),
           Precedence: 'bulk',
         },
         attachments: [],

@@ -116,22 +116,25 @@ export async function addSuppressions(tx: Db, entries: { teamId: number; email: 
 }
 
 /**
- * Takes campaign recipients out of their book's mailing for a bounce or complaint, keeping a
- * reason they already have. Answers the contacts it changed, as it left them. Rare, so a join per
- * recipient: the campaigns and contacts primary keys.
+ * Takes the recipients of campaign and automation mail out of their book's mailing for a bounce
+ * or complaint, keeping a reason they already have (a confirmation's contact, in no campaign or
+ * run, is left as it is). Answers the contacts it changed, as it left them. Rare, so a join per
+ * recipient: the emails, campaigns, automation runs and contacts primary keys.
  */
 export async function unsubscribeRecipients(
   tx: Db,
-  recipients: { teamId: number; campaignId: string; contactId: string; reason: 'BOUNCED' | 'COMPLAINED' }[],
+  recipients: { teamId: number; emailId: string; reason: 'BOUNCED' | 'COMPLAINED' }[],
   now: Date,
 ): Promise<Selectable<ContactsTable>[]> {
   if (recipients.length === 0) return [];
-  const json = JSON.stringify(recipients.map((r) => ({ team_id: r.teamId, campaign_id: r.campaignId, contact_id: r.contactId, reason: r.reason })));
+  const json = JSON.stringify(recipients.map((r) => ({ team_id: r.teamId, email_id: r.emailId, reason: r.reason })));
   const { rows } = await sql<Selectable<ContactsTable>>`
     UPDATE contacts c SET subscribed = false, unsubscribe_reason = COALESCE(c.unsubscribe_reason, r.reason), updated_at = ${now}
-    FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, campaign_id text, contact_id text, reason text)
-    JOIN campaigns cp ON cp.team_id = r.team_id AND cp.id = r.campaign_id
-    WHERE c.team_id = r.team_id AND c.contact_book_id = cp.contact_book_id AND c.id = r.contact_id
+    FROM jsonb_to_recordset(${json}::jsonb) AS r(team_id integer, email_id text, reason text)
+    JOIN emails e ON e.team_id = r.team_id AND e.id = r.email_id
+    LEFT JOIN campaigns cp ON cp.team_id = e.team_id AND cp.id = e.campaign_id
+    LEFT JOIN automation_runs ar ON ar.team_id = e.team_id AND ar.id = e.automation_run_id
+    WHERE c.team_id = r.team_id AND c.contact_book_id = COALESCE(cp.contact_book_id, ar.contact_book_id) AND c.id = e.contact_id
       AND (c.subscribed OR c.unsubscribe_reason IS NULL)
     RETURNING c.*`.execute(tx);
   return rows;

@@ -22,7 +22,12 @@ export type NewEmail = OutgoingEmail & {
   confirms?: { bookId: string; contactId: string };
   /** The template the subject and bodies were rendered from. */
   templateId?: string | null;
+  /** An automation's mail: the run and the step that sent it, to the run's contact. */
+  automation?: { runId: string; stepId: string; contactId: string };
 };
+
+/** The contact an email goes to as a contact: a confirmation's, or an automation run's. */
+export const contactOfNew = (email: NewEmail) => email.confirms?.contactId ?? email.automation?.contactId ?? null;
 
 /**
  * An email as a row of the emails table, in JSON: one parameter carries a whole group of them. Its
@@ -50,15 +55,18 @@ function emailRecord(email: NewEmail, status: EmailStatus) {
     send_ms: email.sendAt.getTime(),
     created_ms: email.createdAt.getTime(),
     contact_book_id: email.confirms?.bookId ?? null,
-    contact_id: email.confirms?.contactId ?? null,
+    contact_id: contactOfNew(email),
     template_id: email.templateId ?? null,
+    automation_run_id: email.automation?.runId ?? null,
+    automation_step_id: email.automation?.stepId ?? null,
   };
 }
 
 const EMAIL_COLUMNS = sql.raw(`r(
   team_id integer, id text, domain_id integer, from_address text, to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb,
   reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
-  scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text)`);
+  scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text,
+  automation_run_id text, automation_step_id text)`);
 
 /**
  * The rows, each with its first status, and the webhook calls their first events owe, in one
@@ -72,11 +80,11 @@ export async function insertEmails(db: Db, emails: NewEmail[], statuses: EmailSt
     WITH inserted AS (
       INSERT INTO emails (team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
         subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, updated_at,
-        contact_book_id, contact_id, template_id)
+        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id)
       SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
         subject, html, text, headers, attachments, message_id, status, ${fromEpochMs('scheduled_ms')}, ${fromEpochMs('scheduled_ms')},
         ${fromEpochMs('send_ms')}, ${fromEpochMs('created_ms')}, ${fromEpochMs('created_ms')},
-        contact_book_id, contact_id, template_id
+        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id
       FROM jsonb_to_recordset(${JSON.stringify(emails.map((email, index) => emailRecord(email, statuses[index]!)))}::jsonb) AS ${EMAIL_COLUMNS}
     ), calls AS (
       ${callsFrom(callRows(calls), teamIds)}
@@ -311,23 +319,25 @@ export type FeedbackEmail = Pick<
   dkim_public_key: string | null;
   /** Whether a receiving server ever took the message (it has a SENT event). */
   handed_over: boolean;
-  /** The book of the email's campaign, while the campaign and its book exist. */
+  /** The book of the email's campaign or automation run, while they and the book exist. */
   contact_book_id: string | null;
 };
 
 /**
  * An email named by feedback (a VERP address, a tracking token) with what attributing the feedback
  * needs, whatever its team: email ids are unique across teams. Uses the emails primary key, then
- * the domains, campaigns and email_events primary keys.
+ * the domains, campaigns, automation runs and email_events primary keys.
  */
 export async function findEmailForFeedback(db: Db, id: string): Promise<FeedbackEmail | undefined> {
   const { rows } = await sql<FeedbackEmail>`
     SELECT e.team_id, e.id, e.campaign_id, e.contact_id, e.to_addresses, e.cc_addresses, e.bcc_addresses, e.message_id,
-      e.from_address, e.subject, e.domain_id, e.template_id, d.name AS domain_name, d.dkim_selector, d.dkim_public_key, c.contact_book_id,
+      e.from_address, e.subject, e.domain_id, e.template_id, d.name AS domain_name, d.dkim_selector, d.dkim_public_key,
+      COALESCE(c.contact_book_id, ar.contact_book_id) AS contact_book_id,
       EXISTS (SELECT 1 FROM email_events ev WHERE ev.team_id = e.team_id AND ev.email_id = e.id AND ev.status = 'SENT') AS handed_over
     FROM emails e
     LEFT JOIN domains d ON d.team_id = e.team_id AND d.id = e.domain_id
     LEFT JOIN campaigns c ON c.team_id = e.team_id AND c.id = e.campaign_id
+    LEFT JOIN automation_runs ar ON ar.team_id = e.team_id AND ar.id = e.automation_run_id
     WHERE e.id = ${id}`.execute(db);
   return rows[0];
 }

@@ -12,9 +12,12 @@ import { momentOf, spanMs, type Condition, type EngagementCondition, type Filter
  * any other value does not match, so no contact's data can make the query fail. A contact
  * without the property matches neq and notExists, and nothing else.
  */
-export function filterSql(filter: Filter, now: Date): RawBuilder<boolean> {
-  return nodeSql(filter, now);
+export function filterSql(filter: Filter, now: Date, run?: RawBuilder<unknown>): RawBuilder<boolean> {
+  return nodeSql(filter, { now, run });
 }
+
+/** What a filter is read against: the moment, and in an automation's condition the run's id (`step` conditions). */
+type FilterContext = { now: Date; run?: RawBuilder<unknown> };
 
 const EVENT_STATUS = { opened: 'OPENED', clicked: 'CLICKED', delivered: 'DELIVERED', bounced: 'BOUNCED' } as const;
 
@@ -30,25 +33,27 @@ const COLUMNS: Record<string, RawBuilder<unknown>> = {
   updatedAt: sql`c.updated_at`,
 };
 
-function nodeSql(node: Node, now: Date): RawBuilder<boolean> {
+function nodeSql(node: Node, context: FilterContext): RawBuilder<boolean> {
   // An empty group (never valid input, but what a stored filter might become) is true for all, false for any.
-  if ('all' in node) return node.all.length === 0 ? sql<boolean>`TRUE` : sql<boolean>`(${sql.join(node.all.map((child) => nodeSql(child, now)), sql` AND `)})`;
-  if ('any' in node) return node.any.length === 0 ? sql<boolean>`FALSE` : sql<boolean>`(${sql.join(node.any.map((child) => nodeSql(child, now)), sql` OR `)})`;
-  if ('event' in node) return engagementSql(node, now);
-  return conditionSql(node, now);
+  if ('all' in node) return node.all.length === 0 ? sql<boolean>`TRUE` : sql<boolean>`(${sql.join(node.all.map((child) => nodeSql(child, context)), sql` AND `)})`;
+  if ('any' in node) return node.any.length === 0 ? sql<boolean>`FALSE` : sql<boolean>`(${sql.join(node.any.map((child) => nodeSql(child, context)), sql` OR `)})`;
+  if ('event' in node) return engagementSql(node, context);
+  return conditionSql(node, context.now);
 }
 
 /**
  * The contact got campaign mail of this book with such an event, in the window. Opens and clicks
  * not tied to a campaign are read from the contact's row (src/data/engagement.ts), which keeps
  * their last time; the rest look the mail up through emails_contact and the event's (email, seq) key.
+ * A `step` condition looks up the one email that step sent in the run (emails_automation_step);
+ * read without a run, it matches no one.
  */
-function engagementSql(node: EngagementCondition, now: Date): RawBuilder<boolean> {
+function engagementSql(node: EngagementCondition, { now, run }: FilterContext): RawBuilder<boolean> {
   const span = node.within === undefined ? null : spanMs(node.within);
   const since = span === null ? null : new Date(now.getTime() - span);
   const status = EVENT_STATUS[node.event];
   const column = rowColumn(node);
-  const found = column ? lastEngaged(sql.ref(`c.${column}`), since) : sql<boolean>`EXISTS (
+  const found = node.step !== undefined ? stepMailSql(node.step, status, since, run) : column ? lastEngaged(sql.ref(`c.${column}`), since) : sql<boolean>`EXISTS (
     SELECT 1 FROM emails e JOIN email_events ev ON ev.team_id = e.team_id AND ev.email_id = e.id
     WHERE e.team_id = c.team_id AND e.contact_id = c.id AND e.campaign_id IS NOT NULL AND ev.status = ${status}
       ${since ? sql`AND ev.created_at >= ${since}` : sql``}
@@ -56,10 +61,18 @@ function engagementSql(node: EngagementCondition, now: Date): RawBuilder<boolean
   return node.negate ? sql<boolean>`NOT ${found}` : found;
 }
 
+function stepMailSql(step: string, status: string, since: Date | null, run: RawBuilder<unknown> | undefined): RawBuilder<boolean> {
+  if (!run) return sql<boolean>`FALSE`;
+  return sql<boolean>`EXISTS (
+    SELECT 1 FROM emails e JOIN email_events ev ON ev.team_id = e.team_id AND ev.email_id = e.id
+    WHERE e.team_id = c.team_id AND e.automation_run_id = ${run} AND e.automation_step_id = ${step} AND ev.status = ${status}
+      ${since ? sql`AND ev.created_at >= ${since}` : sql``})`;
+}
+
 /** The column of the contact's own row an engagement condition reads; null when it looks the mail up. */
 function rowColumn(node: EngagementCondition): string | null {
   const status = EVENT_STATUS[node.event];
-  return engages(status) && !node.campaignId ? ENGAGED_AT[status] : null;
+  return engages(status) && !node.campaignId && !node.step ? ENGAGED_AT[status] : null;
 }
 
 /** Whether any condition of the filter looks a contact's mail up (engagement not read from its row). */

@@ -218,6 +218,9 @@ export interface EmailsTable {
   contact_book_id: Optional<string>;
   /** The template the email was rendered from, when it named one. */
   template_id: Optional<string>;
+  /** An automation's mail: the run and the step that sent it. */
+  automation_run_id: Optional<string>;
+  automation_step_id: Optional<string>;
   /** When retention dropped html, text and attachments (RETENTION_DAYS after it was sent). */
   body_dropped_at: Optional<Date>;
   /** The recipients an attempt left unsettled, the only ones the next attempt goes to; null: all. */
@@ -385,6 +388,51 @@ export interface SessionsTable {
   expires_at: Date;
 }
 
+export interface AutomationsTable {
+  team_id: number;
+  id: string;
+  contact_book_id: string;
+  name: string;
+  status: 'DRAFT' | 'ACTIVE' | 'PAUSED';
+  trigger_type: 'contact.added' | 'event';
+  trigger_event: string | null;
+  allow_reentry: boolean;
+  steps: Json<unknown[]>;
+  template_ids: ColumnType<string[], string[] | undefined, string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AutomationRunsTable {
+  team_id: number;
+  id: string;
+  automation_id: string;
+  contact_book_id: string;
+  contact_id: string;
+  entry_key: string;
+  status: 'ACTIVE' | 'COMPLETED' | 'EXITED';
+  step_id: string | null;
+  next_at: Date | null;
+  waiting: Generated<boolean>;
+  properties: Json<Record<string, string>>;
+  history: Json<RunHistoryEntry[]>;
+  exit_reason: string | null;
+  started_at: Timestamp;
+  ended_at: Date | null;
+}
+
+/** One thing a run did: came to a step (and, for some, what came of it). */
+export type RunHistoryEntry = { stepId: string; type: string; at: string; outcome?: string; emailId?: string };
+
+export interface AutomationStepCountsTable {
+  team_id: number;
+  automation_id: string;
+  step_id: string;
+  entered: ColumnType<string, number | undefined, never>;
+  completed: ColumnType<string, number | undefined, never>;
+  exited: ColumnType<string, number | undefined, never>;
+}
+
 export interface Database {
   teams: TeamsTable;
   domains: DomainsTable;
@@ -410,4 +458,7 @@ export interface Database {
   inbound_routes: InboundRoutesTable;
   inbound_emails: InboundEmailsTable;
   inbound_email_parts: InboundEmailPartsTable;
+  automations: AutomationsTable;
+  automation_runs: AutomationRunsTable;
+  automation_step_counts: AutomationStepCountsTable;
 }

@@ -5,6 +5,7 @@ import { releaseClaims, releaseWithEvents, type ClaimRelease } from '../data/ema
 import { engages, recordEngagement } from '../data/engagement.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { countKinds, STATUS_RANK, statusAfter } from './contract.js';
+import { runsEnded } from './automations.js';
 import { callRow, report, type Reported } from './outbox.js';
 import { contactEvent, emailEvent, type EmailSnapshot } from './payloads.js';
 import { guardReputation, type GuardDeps } from './reputation-guard.js';
@@ -35,7 +36,8 @@ export const emailReported = (teamId: number, email: EmailSnapshot, event: { sta
  * The one way an event reaches an email, whatever its source (the dispatcher, a DSN or ARF report,
  * a tracking hit): appends it (once per dedupe key), moves the email's status by rank, counts each
  * email once per kind on its campaign and its domain's day, suppresses the addresses it names,
- * takes a campaign recipient who bounced hard or complained out of the book's mailing, keeps when
+ * takes a campaign or automation recipient who bounced hard or complained out of the book's mailing
+ * (and out of its automation runs), keeps when
  * a campaign recipient last opened or clicked (after the campaign's counters, as every event takes
  * its locks: email, campaign, then contact), and writes the webhook calls all of that owes. Runs in
  * the caller's transaction; answers the events appended and what was newly counted.
@@ -60,12 +62,15 @@ export async function applyEvents(tx: Db, events: EventInput[], now: Date, statu
   const unsubscribed = await unsubscribeRecipients(
     tx,
     counted.flatMap((c) =>
-      (c.kind === 'hard_bounced' || c.kind === 'complained') && c.campaignId !== null && c.contactId !== null
-        ? [{ teamId: c.teamId, campaignId: c.campaignId, contactId: c.contactId, reason: c.kind === 'complained' ? ('COMPLAINED' as const) : ('BOUNCED' as const) }]
+      (c.kind === 'hard_bounced' || c.kind === 'complained') && c.contactId !== null
+        ? [{ teamId: c.teamId, emailId: c.emailId, reason: c.kind === 'complained' ? ('COMPLAINED' as const) : ('BOUNCED' as const) }]
         : [],
     ),
     now,
   );
+  for (const contact of unsubscribed) {
+    await runsEnded(tx, { teamId: contact.team_id, bookId: contact.contact_book_id, contactIds: [contact.id] }, (contact.unsubscribe_reason ?? 'UNSUBSCRIBED').toLowerCase(), now);
+  }
   await recordEngagement(
     tx,
     appended.flatMap((event) => (engages(event.status) ? [{ teamId: event.teamId, emailId: event.email.id, status: event.status }] : [])),

@@ -139,6 +139,20 @@ const campaign = z.object({
   updatedAt: iso,
 });
 
+export const RUN_STATUSES = ['ACTIVE', 'COMPLETED', 'EXITED'] as const;
+const automationRun = z.object({
+  id: z.string().describe('The run'),
+  automationId: z.string(),
+  contactBookId: z.string(),
+  contactId: z.string(),
+  email: z.string().describe("The contact's address"),
+  status: z.enum(RUN_STATUSES),
+  stepId: z.string().nullable().describe('The step it is at (ACTIVE) or ended at (EXITED); null once COMPLETED'),
+  exitReason: z.string().nullable().describe('Why it left before the end: an exit step, unsubscribed, bounced, complained'),
+  startedAt: iso,
+  endedAt: iso.nullable(),
+});
+
 const authenticationResult = z
   .object({ result: z.string().describe('pass, fail, softfail, neutral, none, temperror, permerror…') })
   .catchall(z.unknown())
@@ -168,7 +182,7 @@ export const inboundEmailSchema = z.object({
 
 /**
  * Every event type, in the order the API lists them (upstream's names, and
- * `campaign.status_changed`, ours), with the schema of its payload's `data`.
+ * `campaign.status_changed` and the automation events, ours), with the schema of its payload's `data`.
  */
 export const EVENT_PAYLOADS = {
   'email.queued': email,
@@ -195,6 +209,8 @@ export const EVENT_PAYLOADS = {
   'domain.updated': domain,
   'domain.deleted': domain,
   'campaign.status_changed': campaign,
+  'automation.run_started': automationRun,
+  'automation.run_completed': automationRun.describe('A run that reached the end (COMPLETED) or left before it (EXITED)'),
   'webhook.test': z.object({ webhookId: z.string(), message: z.string() }),
 } as const;
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { EmailStatus } from '../db/schema.js';
 import { cancelCampaignEmails, type CampaignRow } from '../data/campaigns.js';
-import { changeSchedule, insertEmails, type EmailRow, type NewEmail } from '../data/emails.js';
+import { changeSchedule, contactOfNew, insertEmails, type EmailRow, type NewEmail } from '../data/emails.js';
 import { emailReported } from './apply-events.js';
 import { firstStatus } from './contract.js';
 import { callRow, listening, report, type Reported } from './outbox.js';
@@ -14,7 +14,7 @@ const snapshotOfNew = (email: NewEmail): EmailSnapshot => ({
   to_addresses: email.to,
   subject: email.subject,
   campaign_id: null,
-  contact_id: email.confirms?.contactId ?? null,
+  contact_id: contactOfNew(email),
   domain_id: email.domainId,
   template_id: email.templateId ?? null,
 });

@@ -1,4 +1,5 @@
 import type { CampaignRow } from '../data/campaigns.js';
+import type { RunChange } from '../data/automation-runs.js';
 import type { ContactRow } from '../data/contacts.js';
 import type { DomainRow } from '../data/domains.js';
 import type { EmailRow } from '../data/emails.js';
@@ -147,6 +148,26 @@ export function campaignStatusChanged(row: CampaignState, previousStatus: Campai
     },
   };
 }
+
+export type RunEventType = 'automation.run_started' | 'automation.run_completed';
+
+/** A run of an automation, as the API shows it and its events tell of it. */
+export function runData(row: RunChange) {
+  return {
+    id: row.id,
+    automationId: row.automation_id,
+    contactBookId: row.contact_book_id,
+    contactId: row.contact_id,
+    email: row.email,
+    status: row.status,
+    stepId: row.step_id,
+    exitReason: row.exit_reason,
+    startedAt: iso(new Date(row.started_at)),
+    endedAt: row.ended_at ? iso(new Date(row.ended_at)) : null,
+  };
+}
+
+export const runEvent = (type: RunEventType, row: RunChange): Extract<Event, { type: RunEventType }> => ({ type, data: runData(row) });
 
 /** Mail a team received, as the API shows it. */
 export function inboundEmailData(row: InboundEmailRow) {

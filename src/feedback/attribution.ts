@@ -132,10 +132,10 @@ export async function applyReport(deps: FeedbackDeps, to: VerpAddress, report: R
   return { emailId: email.id, events: events.map((event) => event.status) };
 }
 
-/** A message to the List-Unsubscribe mailto: address unsubscribes the campaign recipient, as the link does. */
+/** A message to the List-Unsubscribe mailto: address unsubscribes the campaign or automation recipient, as the link does. */
 export async function unsubscribeByMail(deps: FeedbackDeps, to: VerpAddress): Promise<boolean> {
   if (to.kind !== 'unsubscribe') return false;
   const email = await emailOfTagged(deps, to, to.host);
-  if (!email?.campaign_id || !email.contact_id || !email.contact_book_id) return false;
-  return unsubscribe(deps, { teamId: email.team_id, campaignId: email.campaign_id, emailId: email.id, bookId: email.contact_book_id, contactId: email.contact_id });
+  if (!email?.contact_id || !email.contact_book_id) return false;
+  return unsubscribe(deps, { teamId: email.team_id, campaignId: email.campaign_id ?? '', emailId: email.id, bookId: email.contact_book_id, contactId: email.contact_id });
 }

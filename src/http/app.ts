@@ -165,5 +165,5 @@ async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   const raw = await readJsonBody(c);
   const body = route.body ? parseInput(route.body, raw) : undefined;
   const result = await route.handler({ params, query, body, auth, deps, c } as never);
-  return route.download ? sendDownload(c, result as Parameters<typeof sendDownload>[1]) : sendJson(c, result);
+  return route.download ? sendDownload(c, result as Parameters<typeof sendDownload>[1]) : sendJson(c, result, route.accepted ? 202 : 200);
 }

@@ -83,9 +83,9 @@ export function buildOpenApi(routes: RouteDef[]) {
         ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
         : {}),
       responses: {
-        '200': route.download
+        [route.accepted ? '202' : '200']: route.download
           ? { description: 'The bytes, as a download', content: { [route.download]: { schema: { type: 'string', format: 'binary' } } } }
-          : { description: 'OK', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
+          : { description: route.accepted ? 'Accepted' : 'OK', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
         ...Object.fromEntries(
           Object.entries(errorResponses).map(([status, description]) => [
             status,

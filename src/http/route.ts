@@ -38,6 +38,8 @@ export type RouteDef<
   permission?: Permission;
   /** Errors in the interface description's older shape, `{ "error": "<message>", "code" }` (contact-book PATCH and DELETE). */
   legacyErrors?: true;
+  /** The status of a success: 200 unless the request is taken to be acted on later (202). */
+  accepted?: true;
   /** Answers bytes of this media type (a download: `sendDownload`), not JSON; `response` then describes nothing. */
   download?: string;
   params?: P;

@@ -11,6 +11,12 @@ export const PAGE_PATHS = { unsubscribe: '/unsubscribe', confirm: '/confirm', op
 export const unsubscribeUrl = (publicUrl: string, tokens: RecipientTokens, fields: LinkFields['unsubscribe']) =>
   `${publicUrl}${PAGE_PATHS.unsubscribe}/${tokens.sign('unsubscribe', fields)}`;
 
+/** The header fields that let a mailbox provider unsubscribe the recipient in one click (RFC 8058), or by mail to `mailto`. */
+export const listUnsubscribeHeaders = (url: string, mailto: string) => ({
+  'List-Unsubscribe': `<${url}>, <mailto:${mailto}?subject=unsubscribe>`,
+  'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+});
+
 export const confirmationUrl = (publicUrl: string, tokens: RecipientTokens, target: Omit<LinkFields['confirm'], 'expiresAt'>, createdAt: Date) =>
   `${publicUrl}${PAGE_PATHS.confirm}/${tokens.sign('confirm', { ...target, expiresAt: createdAt.getTime() + CONFIRMATION_LINK_MS })}`;
 

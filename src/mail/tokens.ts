@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** What each kind of recipient link says: who it is for, and (a confirmation) until when it holds. */
 export type LinkFields = {
+  /** `campaignId`: empty for an automation's mail. */
   unsubscribe: { teamId: number; campaignId: string; emailId: string; bookId: string; contactId: string };
   /** `expiresAt`: milliseconds since the epoch. */
   confirm: { teamId: number; bookId: string; contactId: string; expiresAt: number };

@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { reuseFor } from '../reuse-for.js';
 
-/** Mail due now, and how long the oldest of it has been due (0 when none is). */
-export type QueueStats = { due: number; oldestDueSeconds: number };
+/** Mail due now, how long the oldest of it has been due (0 when none is), and automation runs due. */
+export type QueueStats = { due: number; oldestDueSeconds: number; runsDue: number };
 
 /** What the gauges read when they are scraped; everything else is counted as it happens. */
 export type MetricSources = {
@@ -34,12 +34,14 @@ export class Metrics {
   private readonly smtpReplies = this.counter('mailroom_smtp_replies_total', "The relay's answers to hand-overs, by reply class (2xx, 4xx, 5xx; error: no reply)", ['class']);
   private readonly webhookCalls = this.counter('mailroom_webhook_calls_total', 'Webhook call attempts recorded, by outcome (delivered, retry, failed, gone)', ['outcome']);
   private readonly directOutcomes = this.counter('mailroom_direct_deliveries_total', "Recipients' outcomes under direct delivery, by destination and result (delivered, deferred, bounced)", ['destination', 'result']);
+  private readonly automationSteps = this.counter('mailroom_automation_steps_total', 'Automation steps run, by step type (wait, send, condition, update_contact, exit)', ['type']);
   private readonly releaseDuration = this.histogram('mailroom_release_batch_seconds', 'Time to release one campaign batch (claim, insert its emails, move the cursor, commit)', SLOW_SECONDS);
 
   constructor(private readonly sources: MetricSources) {
     collectDefaultMetrics({ register: this.registry });
     this.gauge('mailroom_queue_due', 'Emails due to be sent now and not sent yet (in flight included), across every process of the database', async () => (await this.queue())?.due);
     this.gauge('mailroom_queue_oldest_due_seconds', 'How long the email due the longest has been waiting', async () => (await this.queue())?.oldestDueSeconds);
+    this.gauge('mailroom_automation_runs_due', 'Automation runs whose step is due now (paused automations included), across every process of the database', async () => (await this.queue())?.runsDue);
     this.gauge('mailroom_db_pool_in_use', "This process's database connections busy now (the embedded database has one)", () => sources.poolInUse());
   }
 
@@ -88,6 +90,11 @@ export class Metrics {
 
   webhookCall(outcome: string): void {
     this.webhookCalls.inc({ outcome });
+  }
+
+  /** Counted by the automation runner once its batch has committed. */
+  automationStepsRun(type: string, count: number): void {
+    if (count > 0) this.automationSteps.inc({ type }, count);
   }
 
   releaseBatch(seconds: number): void {

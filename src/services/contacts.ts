@@ -1,6 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
+import { contactsAdded, runsEnded } from '../events/automations.js';
 import { contactEventHeard, reportContacts, reportWrittenContacts } from '../events/contacts.js';
 import { contactData } from '../events/payloads.js';
 import type { BookLock, ContactFields, ContactKey, ContactRow, ContactStateRow, ContactWrite } from '../data/contacts.js';
@@ -164,6 +165,7 @@ async function update(tx: Db, caller: Caller, current: ContactRow, input: Contac
   if (next) {
     await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
     await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: current.contact_book_id, ids: [current.id] }, 'contact.updated', new Date());
+    if (current.subscribed && !next.subscribed) await runsEnded(tx, { teamId: caller.teamId, bookId: current.contact_book_id, contactIds: [current.id] }, 'unsubscribed', new Date());
   }
   if (readded && confirmationDue(readded.book, current, Date.now())) {
     await readded.confirm(readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
@@ -176,6 +178,7 @@ async function create(tx: Db, caller: Caller, book: Book, confirm: Confirm, cont
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
   await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: book.id, ids: [id] }, 'contact.created', new Date());
   if (book.double_opt_in_enabled) await confirm(book, [{ id, email }]);
+  else await contactsAdded(tx, { teamId: caller.teamId, bookId: book.id, contactIds: [id] }, new Date());
   return { contactId: id };
 }
 
@@ -333,6 +336,7 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
       const inserts: ContactWrite[] = [];
       const updates: ContactWrite[] = [];
       const readded: Array<{ id: string; email: string }> = [];
+      const unsubscribed: string[] = [];
       for (const { key, contact } of unique.slice(start, start + WRITE_CHUNK)) {
         const current = existing.get(key);
         if (!current) {
@@ -341,6 +345,7 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
         }
         const next = changedFields(fieldsOf(current), contact);
         if (next) updates.push({ ...next, id: current.id });
+        if (next && current.subscribed && !next.subscribed) unsubscribed.push(current.id);
         if (confirmationDue(book, current, now)) readded.push({ id: current.id, email: next?.email ?? current.email });
       }
       await contacts.insertContacts(tx, teamId, bookId, inserts);
@@ -348,6 +353,8 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
       await reportWrittenContacts(tx, { teamId, bookId, ids: inserts.map((row) => row.id) }, 'contact.created', new Date());
       await reportWrittenContacts(tx, { teamId, bookId, ids: updates.map((row) => row.id) }, 'contact.updated', new Date());
       if (book.double_opt_in_enabled) await confirm(book, [...inserts, ...readded]);
+      else await contactsAdded(tx, { teamId, bookId, contactIds: inserts.map((row) => row.id) }, new Date());
+      await runsEnded(tx, { teamId, bookId, contactIds: unsubscribed }, 'unsubscribed', new Date());
       created += inserts.length;
     }
     return { created, updated: unique.length - created };

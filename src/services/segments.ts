@@ -1,4 +1,4 @@
-import { namedCampaigns, type Filter } from '../audience/segment-filter.js';
+import { namedCampaigns, namedSteps, type Filter } from '../audience/segment-filter.js';
 import type { Db } from '../db/connection.js';
 import { findCampaign } from '../data/campaigns.js';
 import * as segments from '../data/segments.js';
@@ -31,7 +31,7 @@ async function requireSegment(db: Db, teamId: number, bookId: string, segmentId:
   throw notFound('Segment');
 }
 
-/** Every campaign a filter names must be one of the team's, sent to this book (400 naming where otherwise). */
+/** Every campaign a filter names must be one of the team's, sent to this book, and it names no automation step (400 naming where otherwise). */
 async function checkCampaigns(db: Db, teamId: number, bookId: string, filter: Filter) {
   const problems = [];
   for (const { campaignId, path } of namedCampaigns(filter)) {
@@ -39,6 +39,9 @@ async function checkCampaigns(db: Db, teamId: number, bookId: string, filter: Fi
     if (!campaign || campaign.contact_book_id !== bookId) {
       problems.push({ path: fieldPath(['filter', ...path]), message: `no campaign ${campaignId} of this contact book in this team` });
     }
+  }
+  for (const { path } of namedSteps(filter)) {
+    problems.push({ path: fieldPath(['filter', ...path]), message: "names an automation's send step: only an automation's condition may" });
   }
   if (problems.length > 0) throw validationError(problems);
 }

@@ -1,9 +1,10 @@
 import { renderEditorContent } from '../campaigns/editor-content.js';
 import { compileTemplate, missingValues, placeholderNames, renderTemplate } from '../campaigns/template.js';
+import { automationUsingTemplate } from '../data/automations.js';
 import * as templates from '../data/templates.js';
 import type { TemplateFields, TemplateRow } from '../data/templates.js';
 import type { Deps } from '../deps.js';
-import { ApiError, notFound, type ErrorDetail } from '../errors.js';
+import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import { validationError } from '../validation.js';
 import { assertTeamWide, type Caller } from './caller.js';
@@ -74,6 +75,8 @@ export async function updateTemplate(deps: TemplateDeps, caller: Caller, { templ
 
 export async function deleteTemplate(deps: TemplateDeps, caller: Caller, { templateId }: { templateId: string }) {
   assertTeamWide(caller, TEAM_WIDE);
+  const user = await automationUsingTemplate(deps.db, caller.teamId, templateId);
+  if (user) throw conflict(`Template ${templateId} is sent by automation ${user.id} (${user.name}); change its steps or delete it first`);
   if (!(await templates.deleteTemplate(deps.db, caller.teamId, templateId))) throw notFound('Template');
   return { id: templateId, success: true };
 }

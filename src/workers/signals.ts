@@ -8,6 +8,8 @@ type SignalArgs = {
   emailsDue: [];
   /** A campaign batch may be due now (scheduled, resumed). */
   campaignsDue: [];
+  /** Automation runs may be due now (started by an event, an automation activated or resumed). */
+  automationsDue: [];
   /** A domain's key or tracking settings changed, or it is gone: read it afresh before its next email. */
   domainChanged: [domainId: number];
   /** A domain's DNS records should be checked now (verification requested). */
@@ -23,6 +25,7 @@ export class Signals {
   private readonly listeners: { [S in SignalName]: Set<(...args: SignalArgs[S]) => void> } = {
     emailsDue: new Set(),
     campaignsDue: new Set(),
+    automationsDue: new Set(),
     domainChanged: new Set(),
     domainCheckDue: new Set(),
     webhookCallsDue: new Set(),

@@ -1,0 +1,348 @@
+import PostalMime from 'postal-mime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectApiError } from './helpers/api-error.js';
+import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
+import { sleep, waitFor } from './helpers/wait.js';
+
+/**
+ * Automations on real parts: runs walk their steps in the runner of a real server, on the
+ * database of this run's kind, and their mail goes through the dispatcher to a loopback SMTP sink.
+ * Days pass on the service's clock (deps.clock), which the runner and the dispatcher both read.
+ */
+
+const DAY = 86_400_000;
+let env: Awaited<ReturnType<typeof startFeedbackServer>>;
+let team: FeedbackTeam;
+let welcome: string;
+let followA: string;
+let followB: string;
+let offset = 0;
+
+beforeAll(async () => {
+  env = await startFeedbackServer({ AUTOMATION_POLL_MS: '20' });
+  team = await feedbackTeam(env.server, env.sink, 'automations.test');
+  await team.ok('PATCH', `/v1/domains/${team.domain.id}`, { openTracking: true });
+  env.sink.rule = { rcpt: (address) => (address.startsWith('gone') ? { code: 550, message: '5.1.1 no such mailbox' } : null) };
+  const template = async (name: string, html: string) => (await team.ok('POST', '/v1/templates', { name, subject: `${name} for {{firstName,fallback=you}}`, html })).id as string;
+  welcome = await template('Welcome', '<p>Welcome {{firstName,fallback=friend}} on {{plan,fallback=no plan}}</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>');
+  followA = await template('Thanks for reading', '<p>Glad you read it</p>');
+  followB = await template('Did you miss it', '<p>Here it is again</p>');
+}, 60_000);
+afterAll(() => env?.stop());
+
+/** Moves the service's clock on (the runner's and the dispatcher's), and wakes the runner. */
+function later(ms: number) {
+  offset += ms;
+  env.server.deps.clock = () => new Date(Date.now() + offset);
+  env.server.deps.signals.emit('automationsDue');
+}
+
+const from = () => `Hello <hello@${team.domain.name}>`;
+const newBook = async (name: string, extra: object = {}) => (await team.ok('POST', '/v1/contactBooks', { name, ...extra })).id as string;
+const addContact = async (bookId: string, email: string, extra: object = {}) =>
+  (await team.ok('POST', `/v1/contactBooks/${bookId}/contacts`, { email, ...extra })).contactId as string;
+const runsOf = async (automationId: string, query = '') => (await team.ok('GET', `/v1/automations/${automationId}/runs?limit=100${query}`)).data as any[];
+/** POST /v1/events, answered 202. */
+async function postEvent(body: object) {
+  const res = await env.server.call('POST', '/v1/events', { key: team.key, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  return res.body;
+}
+const mailTo = (address: string) => env.sink.received.filter((message) => message.rcptTo.includes(address));
+const subjectsTo = async (address: string) => Promise.all(mailTo(address).map(async (message) => (await PostalMime.parse(message.raw)).subject));
+
+/** Whether a run sits out this wait step of `ms`: its next time is that far on from when it got there (the clock may have moved on since it started). */
+const sittingOut = (stepId: string, ms: number) => (run: any) => run.stepId === stepId && Date.parse(run.nextAt) - Date.parse(run.startedAt) >= ms;
+
+/** Waits until every run of the automation satisfies `done`. */
+const runsWhere = (automationId: string, count: number, done: (run: any) => boolean, what: string) =>
+  waitFor(what, () => runsOf(automationId), (runs) => runs.length === count && runs.every(done));
+
+describe('a welcome series', () => {
+  it('walks every new contact exactly once: a welcome, two days, then one of two follow-ups by whether the welcome was opened', async () => {
+    const bookId = await newBook('Welcome series');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Welcome series',
+      status: 'ACTIVE',
+      trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [
+        { id: 'welcome', type: 'send', templateId: welcome, from: from() },
+        { id: 'pause', type: 'wait', duration: '2 days' },
+        {
+          id: 'opened', type: 'condition', filter: { all: [{ event: 'opened', step: 'welcome' }] },
+          then: [{ id: 'thanks', type: 'send', templateId: followA, from: from() }],
+          else: [{ id: 'again', type: 'send', templateId: followB, from: from() }],
+        },
+      ],
+    });
+    expect(automation.steps.map((step: { id: string }) => step.id)).toEqual(['welcome', 'pause', 'opened']);
+    const people = ['ann@readers.test', 'bob@readers.test', 'cyd@readers.test'];
+    await addContact(bookId, people[0]!, { firstName: 'Ann' });
+    await team.ok('POST', `/v1/contactBooks/${bookId}/contacts/bulk`, people.slice(1).map((email) => ({ email })));
+
+    await runsWhere(automation.id, 3, sittingOut('pause', 2 * DAY), 'every run waiting after the welcome');
+    await waitFor('three welcomes delivered', async () => people.flatMap(mailTo).length, (n) => n === 3);
+    expect(await subjectsTo(people[0]!)).toEqual(['Welcome for Ann']);
+    const welcomeMail = await PostalMime.parse(mailTo(people[0]!)[0]!.raw);
+    expect(welcomeMail.html).toContain('Welcome Ann on no plan');
+    expect(welcomeMail.headers.find((h) => h.key === 'list-unsubscribe')?.value).toContain('/unsubscribe/');
+    const pixel = /<img\b[^>]*src="([^"]*\/track\/open\/[^"]*)"/.exec(welcomeMail.html!)![1]!;
+    expect((await fetch(env.server.url + new URL(pixel.replaceAll('&amp;', '&')).pathname)).status).toBe(200);
+    const [annRun] = await runsOf(automation.id, `&contactId=${(await team.contact(bookId, people[0]!)).id}`);
+    await waitFor('the open recorded', () => team.email(annRun.history[0].emailId), (email) => email.latestStatus === 'OPENED');
+
+    later(DAY);
+    await sleep(200);
+    expect(people.flatMap(mailTo), 'nothing is sent before the wait is over').toHaveLength(3);
+    later(DAY + 60_000);
+    await runsWhere(automation.id, 3, (run) => run.status === 'COMPLETED', 'every run COMPLETED');
+    await waitFor('every follow-up delivered', async () => people.flatMap(mailTo).length, (n) => n === 6);
+    expect(await subjectsTo(people[0]!)).toEqual(['Welcome for Ann', 'Thanks for reading for Ann']);
+    for (const other of people.slice(1)) expect(await subjectsTo(other)).toEqual(['Welcome for you', 'Did you miss it for you']);
+
+    const [ann] = await runsOf(automation.id, `&contactId=${annRun.contactId}`);
+    expect(ann.history.map((entry: { stepId: string; type: string; outcome?: string }) => [entry.stepId, entry.type, entry.outcome ?? null])).toEqual([
+      ['welcome', 'send', null], ['pause', 'wait', 'waited'], ['opened', 'condition', 'then'], ['thanks', 'send', null], ['thanks', 'end', null],
+    ]);
+    const counters = (await team.ok('GET', `/v1/automations/${automation.id}`)).counters;
+    expect(counters).toEqual([
+      { stepId: 'welcome', entered: 3, waiting: 0, completed: 3, exited: 0 },
+      { stepId: 'pause', entered: 3, waiting: 0, completed: 3, exited: 0 },
+      { stepId: 'opened', entered: 3, waiting: 0, completed: 3, exited: 0 },
+      { stepId: 'thanks', entered: 1, waiting: 0, completed: 1, exited: 0 },
+      { stepId: 'again', entered: 2, waiting: 0, completed: 2, exited: 0 },
+    ]);
+    // A contact added again (an update) enters nothing a second time.
+    await addContact(bookId, people[1]!, { firstName: 'Bob' });
+    await sleep(200);
+    expect(await runsOf(automation.id)).toHaveLength(3);
+  }, 90_000);
+});
+
+describe('triggers', () => {
+  it('in a double opt-in book, a contact enters on confirmation, not when added', async () => {
+    const bookId = await newBook('Confirmed', { doubleOptInEnabled: true, doubleOptInFrom: `Lists <lists@${team.domain.name}>`, doubleOptInSubject: 'Confirm, please' });
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'After confirming', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }],
+    });
+    const contactId = await addContact(bookId, 'pending@readers.test');
+    await sleep(200);
+    expect(await runsOf(automation.id), 'no run while the contact is pending').toEqual([]);
+    const token = env.server.deps.tokens.sign('confirm', { teamId: team.teamId, bookId, contactId, expiresAt: Date.now() + 60_000 });
+    expect((await fetch(`${env.server.url}/confirm/${token}`, { method: 'POST' })).status).toBe(200);
+    await runsWhere(automation.id, 1, (run) => run.status === 'COMPLETED', 'the confirmed contact walked it');
+    await waitFor('its welcome delivered', async () => (await subjectsTo('pending@readers.test')).filter((s) => s.startsWith('Welcome')), (found) => found.length === 1);
+  }, 60_000);
+
+  it("an event starts a run for its contact (made when new), its properties the mail's variables, and the run waits seconds on the real clock", async () => {
+    const bookId = await newBook('Events');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Trial started', status: 'ACTIVE', trigger: { type: 'event', name: 'trial.started', contactBookId: bookId },
+      steps: [
+        { id: 'breath', type: 'wait', duration: '1 second' },
+        { id: 'hello', type: 'send', templateId: welcome, from: from(), subject: 'Your {{plan}} trial' },
+      ],
+    });
+    const other = await postEvent({ name: 'something.else', contactBookId: bookId, email: 'evan@readers.test' });
+    expect(other.runsStarted).toBe(0);
+    expect((await team.contact(bookId, 'evan@readers.test')).id, 'the new address became a contact').toBe(other.contactId);
+    const started = await postEvent({ name: 'trial.started', contactBookId: bookId, email: 'evan@readers.test', properties: { plan: 'Pro' } });
+    expect(started).toMatchObject({ contactId: other.contactId, runsStarted: 1 });
+    expect(typeof started.id).toBe('string');
+    await runsWhere(automation.id, 1, (run) => run.status === 'COMPLETED', 'the run completed');
+    await waitFor('its mail delivered', async () => subjectsTo('evan@readers.test'), (found) => found.length === 1);
+    expect(await subjectsTo('evan@readers.test')).toEqual(['Your Pro trial']);
+    expect((await PostalMime.parse(mailTo('evan@readers.test')[0]!.raw)).html).toContain('on Pro');
+    const [run] = await runsOf(automation.id);
+    expect(new Date(run.endedAt).getTime() - new Date(run.startedAt).getTime(), 'the wait lasted').toBeGreaterThanOrEqual(1000);
+
+    const byId = await env.server.call('POST', '/v1/events', { key: team.key, body: { name: 'trial.started', contactBookId: bookId, contactId: 'nobody' } });
+    expectApiError(byId, 404, 'NOT_FOUND');
+    const neither = await env.server.call('POST', '/v1/events', { key: team.key, body: { name: 'trial.started', contactBookId: bookId } });
+    expectApiError(neither, 400, 'VALIDATION_ERROR');
+  }, 60_000);
+
+  it('reentry off: a contact walks an automation once; on: again once each run ends', async () => {
+    const bookId = await newBook('Reentry');
+    const steps = [{ id: 'hello', type: 'send', templateId: welcome, from: from() }];
+    const once = await team.ok('POST', '/v1/automations', { name: 'Once', status: 'ACTIVE', trigger: { type: 'event', name: 'visit', contactBookId: bookId }, steps });
+    const again = await team.ok('POST', '/v1/automations', {
+      name: 'Each time', status: 'ACTIVE', allowReentry: true, trigger: { type: 'event', name: 'visit', contactBookId: bookId }, steps,
+    });
+    const visit = () => postEvent({ name: 'visit', contactBookId: bookId, email: 'vera@readers.test' });
+    expect((await visit()).runsStarted).toBe(2);
+    await runsWhere(again.id, 1, (run) => run.status === 'COMPLETED', 'the first run of each completed');
+    await runsWhere(once.id, 1, (run) => run.status === 'COMPLETED', 'the first run of each completed');
+    expect((await visit()).runsStarted).toBe(1);
+    await runsWhere(again.id, 2, (run) => run.status === 'COMPLETED', 'the second run completed');
+    expect(await runsOf(once.id)).toHaveLength(1);
+    await waitFor('three mails delivered', async () => mailTo('vera@readers.test').length, (n) => n === 3);
+  }, 60_000);
+});
+
+describe('steps', () => {
+  it('update_contact sets properties, a later send reads them, and an exit step ends the run there', async () => {
+    const bookId = await newBook('Stages');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Stages', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [
+        { id: 'stage', type: 'update_contact', properties: { stage: 'onboarded', plan: 'Team' } },
+        { id: 'pro', type: 'condition', filter: { all: [{ field: 'properties.plan', op: 'eq', value: 'team' }] }, then: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }, { id: 'stop', type: 'exit' }] },
+        { id: 'never', type: 'send', templateId: followB, from: from() },
+      ],
+    });
+    await addContact(bookId, 'stan@readers.test', { properties: { plan: 'Free', keep: 'me' } });
+    const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run exited');
+    expect(run).toMatchObject({ stepId: 'stop', exitReason: 'exit step' });
+    expect((await team.contact(bookId, 'stan@readers.test')).properties).toEqual({ plan: 'Team', keep: 'me', stage: 'onboarded' });
+    await waitFor('its one mail delivered', async () => subjectsTo('stan@readers.test'), (found) => found.length === 1);
+    expect((await PostalMime.parse(mailTo('stan@readers.test')[0]!.raw)).html).toContain('on Team');
+    const counters = (await team.ok('GET', `/v1/automations/${automation.id}`)).counters;
+    expect(counters.find((c: { stepId: string }) => c.stepId === 'stop')).toEqual({ stepId: 'stop', entered: 1, waiting: 0, completed: 0, exited: 1 });
+    expect(counters.find((c: { stepId: string }) => c.stepId === 'never')).toEqual({ stepId: 'never', entered: 0, waiting: 0, completed: 0, exited: 0 });
+  }, 60_000);
+
+  it('a contact who unsubscribes mid-wait leaves the run at once, and its next mail is never sent', async () => {
+    const bookId = await newBook('Leavers');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Drip', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
+    });
+    const stays = await addContact(bookId, 'stays@readers.test');
+    const leaves = await addContact(bookId, 'leaves@readers.test');
+    await runsWhere(automation.id, 2, sittingOut('rest', DAY), 'both waiting');
+    await team.ok('PATCH', `/v1/contactBooks/${bookId}/contacts/${leaves}`, { subscribed: false });
+    const [left] = await runsOf(automation.id, `&contactId=${leaves}`);
+    expect(left).toMatchObject({ status: 'EXITED', stepId: 'rest', exitReason: 'unsubscribed', nextAt: null });
+    later(DAY + 60_000);
+    await waitFor('the one who stayed completed', async () => (await runsOf(automation.id, `&contactId=${stays}`))[0], (run) => run.status === 'COMPLETED');
+    await waitFor('its mail delivered', async () => mailTo('stays@readers.test').length, (n) => n === 1);
+    expect(mailTo('leaves@readers.test')).toEqual([]);
+    expect((await team.ok('GET', `/v1/automations/${automation.id}`)).counters[0]).toEqual({ stepId: 'rest', entered: 2, waiting: 0, completed: 1, exited: 1 });
+  }, 60_000);
+
+  it("a hard bounce of an automation's mail takes its contact out of the book's mailing and out of its runs", async () => {
+    const bookId = await newBook('Bouncers');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Bouncing', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }, { id: 'rest', type: 'wait', duration: '1 day' }, { id: 'again', type: 'send', templateId: followB, from: from() }],
+    });
+    await addContact(bookId, 'gone@readers.test');
+    const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run exited');
+    expect(run).toMatchObject({ stepId: 'rest', exitReason: 'bounced' });
+    expect((await team.contact(bookId, 'gone@readers.test')).subscribed).toBe(false);
+  }, 60_000);
+
+  it('pausing holds runs where they are, new contacts included; resuming moves them on', async () => {
+    const bookId = await newBook('Paused');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Pausable', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'rest', type: 'wait', duration: '1 hour' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
+    });
+    await addContact(bookId, 'early@readers.test');
+    await runsWhere(automation.id, 1, sittingOut('rest', 3_600_000), 'the first sitting out its hour');
+    expect((await team.ok('PATCH', `/v1/automations/${automation.id}`, { status: 'PAUSED' })).status).toBe('PAUSED');
+    await addContact(bookId, 'late@readers.test');
+    later(2 * 3_600_000);
+    await sleep(300);
+    const held = await runsOf(automation.id);
+    expect(held.map((run) => [run.status, run.stepId])).toEqual([['ACTIVE', 'rest'], ['ACTIVE', 'rest']]);
+    expect([...mailTo('early@readers.test'), ...mailTo('late@readers.test')]).toEqual([]);
+    await team.ok('PATCH', `/v1/automations/${automation.id}`, { status: 'ACTIVE' });
+    // The late one starts its hour now: on resuming, the early one's is over.
+    await waitFor('the early one mailed', async () => mailTo('early@readers.test').length, (n) => n === 1);
+    later(2 * 3_600_000);
+    await runsWhere(automation.id, 2, (run) => run.status === 'COMPLETED', 'both completed');
+    await waitFor('the late one mailed', async () => mailTo('late@readers.test').length, (n) => n === 1);
+  }, 60_000);
+
+  it('editing an active automation keeps runs on their step ids, and a removed step moves its runs to the next one kept', async () => {
+    const bookId = await newBook('Edited');
+    const send = (id: string, templateId: string) => ({ id, type: 'send', templateId, from: from() });
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Editable', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'first', type: 'wait', duration: '3 days' }, send('one', welcome), { id: 'second', type: 'wait', duration: '3 days' }, send('two', followA)],
+    });
+    await addContact(bookId, 'edie@readers.test');
+    await runsWhere(automation.id, 1, sittingOut('first', 3 * DAY), 'waiting at the first wait');
+    const edited = await team.ok('PATCH', `/v1/automations/${automation.id}`, {
+      steps: [send('one', welcome), { id: 'second', type: 'wait', duration: '3 days' }, { type: 'update_contact', properties: { edited: 'yes' } }, send('two', followA)],
+    });
+    expect(edited.steps[2].id).toMatch(/^s_/);
+    const [run] = await runsWhere(automation.id, 1, sittingOut('second', 3 * DAY), 'moved on to the second wait');
+    expect(run.history.map((entry: { stepId: string; type: string }) => `${entry.stepId}:${entry.type}`)).toEqual(['first:removed', 'one:send']);
+    await waitFor('the first mail delivered', async () => mailTo('edie@readers.test').length, (n) => n === 1);
+    later(4 * DAY);
+    await runsWhere(automation.id, 1, (r) => r.status === 'COMPLETED', 'completed on the edited steps');
+    expect((await team.contact(bookId, 'edie@readers.test')).properties).toEqual({ edited: 'yes' });
+  }, 60_000);
+});
+
+describe('definitions', () => {
+  it('an invalid definition is a 400 naming each path, and nothing is stored', async () => {
+    const bookId = await newBook('Invalid');
+    const other = await env.server.team('Other');
+    const theirs = await expectOkAs(other.apiKey, 'POST', '/v1/templates', { name: 'Theirs', subject: 'Theirs', html: '<p>x</p>' });
+    const send = (templateId: string, id?: string) => ({ ...(id && { id }), type: 'send', templateId, from: from() });
+    const before = await team.ok('GET', '/v1/automations');
+    const nested = (depth: number): object => ({ type: 'condition', filter: { all: [{ field: 'email', op: 'exists' }] }, then: depth > 1 ? [nested(depth - 1)] : [{ type: 'exit' }] });
+    const cases: [unknown, string][] = [
+      [[send('nope')], 'steps[0].templateId'],
+      [[send(theirs.id)], 'steps[0].templateId'],
+      [[{ type: 'send', templateId: welcome, from: 'someone@unverified.test' }], 'steps[0].from'],
+      [[send(welcome, 'a'), { id: 'a', type: 'exit' }], 'steps[1].id'],
+      [[{ id: 'w', type: 'wait', duration: '1 day' }, { type: 'condition', filter: { all: [{ event: 'opened', step: 'w' }] } }], 'steps[1].filter.all[0].step'],
+      [[{ type: 'condition', filter: { all: [{ event: 'opened', step: 'later' }] } }, send(welcome, 'later')], 'steps[0].filter.all[0].step'],
+      [[nested(6)], 'steps[0].then[0].then[0].then[0].then[0]'],
+      [[{ type: 'wait', duration: '400 days' }], 'steps[0].duration'],
+      [[{ type: 'jump' }], 'steps[0].type'],
+      [[], 'steps'],
+    ];
+    for (const [steps, path] of cases) {
+      const res = await env.server.call('POST', '/v1/automations', { key: team.key, body: { name: 'Bad', trigger: { type: 'contact.added', contactBookId: bookId }, steps } });
+      expectApiError(res, 400, 'VALIDATION_ERROR');
+      expect(res.body.error.details.map((detail: { path: string }) => detail.path), JSON.stringify(steps)).toContain(path);
+    }
+    const theirBook = await expectOkAs(other.apiKey, 'POST', '/v1/contactBooks', { name: 'Theirs' });
+    const res = await env.server.call('POST', '/v1/automations', { key: team.key, body: { name: 'Bad', trigger: { type: 'contact.added', contactBookId: theirBook.id }, steps: [send(welcome)] } });
+    expectApiError(res, 400, 'VALIDATION_ERROR');
+    expect(res.body.error.details.map((detail: { path: string }) => detail.path)).toEqual(['trigger.contactBookId']);
+    expect(await team.ok('GET', '/v1/automations')).toEqual(before);
+  });
+
+  it('a template an automation sends cannot be deleted (409) until no automation sends it', async () => {
+    const bookId = await newBook('Templates in use');
+    const template = await team.ok('POST', '/v1/templates', { name: 'In use', subject: 'x', html: '<p>x</p>' });
+    const automation = await team.ok('POST', '/v1/automations', { name: 'Uses it', trigger: { type: 'contact.added', contactBookId: bookId }, steps: [{ type: 'send', templateId: template.id, from: from() }] });
+    expectApiError(await env.server.call('DELETE', `/v1/templates/${template.id}`, { key: team.key }), 409, 'CONFLICT');
+    await team.ok('DELETE', `/v1/automations/${automation.id}`);
+    await team.ok('DELETE', `/v1/templates/${template.id}`);
+  });
+
+  it("another team's key finds none of a team's automations, runs or books", async () => {
+    const bookId = await newBook('Private');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Private', status: 'ACTIVE', trigger: { type: 'event', name: 'x', contactBookId: bookId }, steps: [{ type: 'exit' }],
+    });
+    const other = await env.server.team('Stranger');
+    for (const [method, path, body] of [
+      ['GET', `/v1/automations/${automation.id}`],
+      ['GET', `/v1/automations/${automation.id}/runs`],
+      ['PATCH', `/v1/automations/${automation.id}`, { status: 'PAUSED' }],
+      ['DELETE', `/v1/automations/${automation.id}`],
+      ['POST', '/v1/events', { name: 'x', contactBookId: bookId, email: 'spy@readers.test' }],
+    ] as const) {
+      expectApiError(await env.server.call(method, path, { key: other.apiKey, body }), 404, 'NOT_FOUND');
+    }
+    expect((await expectOkAs(other.apiKey, 'GET', '/v1/automations')).data).toEqual([]);
+    expect((await team.ok('GET', `/v1/automations/${automation.id}`)).status).toBe('ACTIVE');
+    expect(await runsOf(automation.id)).toEqual([]);
+  });
+});
+
+async function expectOkAs(key: string, method: string, path: string, body?: unknown) {
+  const res = await env.server.call(method, path, { key, body });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
