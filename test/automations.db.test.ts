@@ -11,6 +11,7 @@ import { sleep, waitFor } from './helpers/wait.js';
  */
 
 const DAY = 86_400_000;
+const METRICS = 'automation-metrics-token';
 let env: Awaited<ReturnType<typeof startFeedbackServer>>;
 let team: FeedbackTeam;
 let welcome: string;
@@ -19,7 +20,7 @@ let followB: string;
 let offset = 0;
 
 beforeAll(async () => {
-  env = await startFeedbackServer({ AUTOMATION_POLL_MS: '20' });
+  env = await startFeedbackServer({ AUTOMATION_POLL_MS: '20', METRICS_TOKEN: METRICS });
   team = await feedbackTeam(env.server, env.sink, 'automations.test');
   await team.ok('PATCH', `/v1/domains/${team.domain.id}`, { openTracking: true });
   env.sink.rule = { rcpt: (address) => (address.startsWith('gone') ? { code: 550, message: '5.1.1 no such mailbox' } : null) };
@@ -112,6 +113,10 @@ describe('a welcome series', () => {
       { stepId: 'thanks', entered: 1, waiting: 0, completed: 1, exited: 0 },
       { stepId: 'again', entered: 2, waiting: 0, completed: 2, exited: 0 },
     ]);
+    const metrics = (await env.server.call('GET', '/metrics', { key: METRICS })).body as string;
+    const stepsOf = (type: string) => Number(new RegExp(`^mailroom_automation_steps_total\\{type="${type}"\\} (\\d+)`, 'm').exec(metrics)?.[1]);
+    expect([stepsOf('send'), stepsOf('wait'), stepsOf('condition')]).toEqual([6, 3, 3]);
+    expect(metrics).toMatch(/^mailroom_automation_runs_due \d+$/m);
     // A contact added again (an update) enters nothing a second time.
     await addContact(bookId, people[1]!, { firstName: 'Bob' });
     await sleep(200);
@@ -132,7 +137,7 @@ describe('triggers', () => {
     const token = env.server.deps.tokens.sign('confirm', { teamId: team.teamId, bookId, contactId, expiresAt: Date.now() + 60_000 });
     expect((await fetch(`${env.server.url}/confirm/${token}`, { method: 'POST' })).status).toBe(200);
     await runsWhere(automation.id, 1, (run) => run.status === 'COMPLETED', 'the confirmed contact walked it');
-    await waitFor('its welcome delivered', async () => (await subjectsTo('pending@readers.test')).filter((s) => s.startsWith('Welcome')), (found) => found.length === 1);
+    await waitFor('its welcome delivered', async () => (await subjectsTo('pending@readers.test')).filter((s) => s?.startsWith('Welcome')), (found) => found.length === 1);
   }, 60_000);
 
   it("an event starts a run for its contact (made when new), its properties the mail's variables, and the run waits seconds on the real clock", async () => {

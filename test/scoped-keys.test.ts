@@ -127,6 +127,23 @@ describe('a key scoped to a domain reaches nothing of another domain', () => {
     expect(await ok(scoped, 'GET', segments)).toEqual({ data: [segment] });
   });
 
+  it("automations: they are the whole team's, so it can neither read nor change one, and its events start runs only in books it may write", async () => {
+    const book = await ok(full, 'POST', '/v1/contactBooks', { name: 'Automated' });
+    const theirs = await ok(full, 'POST', '/v1/contactBooks', { name: 'Theirs, automated', doubleOptInEnabled: true, doubleOptInFrom: `join@${other.name}` });
+    const automation = await ok(full, 'POST', '/v1/automations', { name: 'Team-wide', status: 'ACTIVE', trigger: { type: 'event', name: 'signed.up', contactBookId: book.id }, steps: [{ type: 'exit' }] });
+    await expectForbidden('POST', '/v1/automations', { key: scoped, body: { name: 'Mine', trigger: { type: 'event', name: 'x', contactBookId: book.id }, steps: [{ type: 'exit' }] } }, 'create an automation');
+    await expectForbidden('GET', '/v1/automations', { key: scoped }, 'list automations');
+    await expectForbidden('GET', `/v1/automations/${automation.id}`, { key: scoped }, 'read an automation');
+    await expectForbidden('GET', `/v1/automations/${automation.id}/runs`, { key: scoped }, 'read its runs');
+    await expectForbidden('PATCH', `/v1/automations/${automation.id}`, { key: scoped, body: { status: 'PAUSED' } }, 'pause an automation');
+    await expectForbidden('DELETE', `/v1/automations/${automation.id}`, { key: scoped }, 'delete an automation');
+    await expectForbidden('POST', '/v1/events', { key: scoped, body: { name: 'signed.up', contactBookId: theirs.id, email: 'joiner@example.org' } }, 'an event in a book confirming from the other domain');
+    const event = await server.call('POST', '/v1/events', { key: scoped, body: { name: 'signed.up', contactBookId: book.id, email: 'joiner@example.org' } });
+    expect(event.status, JSON.stringify(event.body)).toBe(202);
+    expect(event.body.runsStarted).toBe(1);
+    expect((await ok(full, 'GET', `/v1/automations/${automation.id}`)).status).toBe('ACTIVE');
+  });
+
   it('emails: it cannot send from, read, list, cancel or reschedule mail of the other domain', async () => {
     const email = (domain: string) => ({ from: `hello@${domain}`, to: 'reader@example.org', subject: 'Hi', html: '<p>Hi</p>', scheduledAt: FUTURE() });
     const theirs = await ok(full, 'POST', '/v1/emails', email(other.name));

@@ -71,6 +71,9 @@ const ANSWER_TO_ABSENT_REFERENCE: Record<string, number> = {
   'POST /contactBooks': 400,
   'PATCH /contactBooks/{contactBookId}': 400,
   'POST /inbound/routes': 400,
+  'POST /automations': 400,
+  // An event names its book in the body: another team's is as missing as any.
+  'POST /events': 404,
   // Deleting contacts the book does not have deletes nothing: { success: true, count: 0 }.
   'DELETE /contactBooks/{contactBookId}/contacts/bulk': 200,
 };
@@ -89,6 +92,7 @@ const QUERY_REFERENCES: Record<string, { kind: string; of(owner: TeamFixture): P
     },
   },
   ids: { kind: 'contactId', of: async (owner) => [await owner.id('contactId')] },
+  contactId: { kind: 'contactId', of: async (owner) => [await owner.id('contactId')] },
   emails: { kind: 'email', of: async (owner) => [`${owner.tag}@example.com`] },
   routeId: { kind: 'inboundRouteId', of: async (owner) => [await owner.id('inboundRouteId')] },
 };

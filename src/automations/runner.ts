@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import { durationSeconds, planOf, type SendStep, type Step, type StepPlan } from '../audience/automation-steps.js';
 import { compileTemplate, renderTemplate, UNSUBSCRIBE_PLACEHOLDERS } from '../campaigns/template.js';
-import { addStepCounts, claimDueRuns, lockAutomations, moveRuns, runsMatching, setContactProperties, type DueRun } from '../data/automation-runs.js';
+import { addStepCounts, claimDueRuns, endBatchIfStalled, lockAutomations, moveRuns, runsMatching, setContactProperties, type DueRun } from '../data/automation-runs.js';
 import { findRecipientValues, type RecipientValues } from '../data/campaign-mail.js';
 import { findDomainSummary } from '../data/domains.js';
 import type { NewEmail } from '../data/emails.js';
@@ -28,9 +27,8 @@ export type AutomationRunner = {
 
 /** A send step whose sender domain is gone waits this long before it looks again. */
 const SENDER_RETRY_MS = 15 * 60_000;
-// A runner stalled inside a batch (a frozen process, a cut network) loses its transaction, and so
-// its runs, after this long: the database's own watchdog.
-const STALLED_BATCH = '60s';
+/** A batch idle this long in its transaction is taken for a dead runner's (see endBatchIfStalled). */
+const STALLED_BATCH_SECONDS = 60;
 
 /** One run as a batch carries it along its steps. */
 type Walk = {
@@ -65,7 +63,7 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
   const runBatch = async (): Promise<number> => {
     const now = deps.clock();
     const done = await db.transaction().execute(async (tx) => {
-      if (deps.dbKind === 'postgres') await sql`SET LOCAL idle_in_transaction_session_timeout = ${sql.lit(STALLED_BATCH)}`.execute(tx);
+      if (deps.dbKind === 'postgres') await endBatchIfStalled(tx, STALLED_BATCH_SECONDS);
       const runs = await claimDueRuns(tx, now, config.automationBatchSize);
       if (runs.length === 0) return null;
       const counts: Counts = new Map();

@@ -44,6 +44,14 @@ export async function enterRuns(
   return rows;
 }
 
+/**
+ * A runner stalled inside its batch (a frozen process, a cut network) loses its transaction, and
+ * so its runs, after `seconds` idle in it: PostgreSQL's own watchdog over runners.
+ */
+export async function endBatchIfStalled(tx: Db, seconds: number): Promise<void> {
+  await sql`SET LOCAL idle_in_transaction_session_timeout = ${sql.lit(`${seconds}s`)}`.execute(tx);
+}
+
 /** A due run as the runner takes it. */
 export type DueRun = Pick<RunRow, 'team_id' | 'id' | 'automation_id' | 'contact_book_id' | 'contact_id' | 'step_id' | 'waiting' | 'properties' | 'started_at'>;
 

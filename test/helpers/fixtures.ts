@@ -35,6 +35,13 @@ const resources: Record<string, (team: TeamFixture, server: TestServer) => Promi
   // Its own book, so scheduling it never keeps the team's contactBookId from being deleted.
   campaignId: async (team) =>
     (await team.expectOk('POST', '/v1/campaigns', await sampleCampaign(team, (await team.expectOk('POST', '/v1/contactBooks', { name: `Campaigns ${team.tag}` })).id))).id,
+  // Its own book, like a campaign's; it waits and sends nothing, and names no template (which it would keep from being deleted).
+  automationId: async (team) =>
+    (await team.expectOk('POST', '/v1/automations', {
+      name: `Automation ${team.tag}`, status: 'ACTIVE',
+      trigger: { type: 'event', name: 'sample', contactBookId: (await team.expectOk('POST', '/v1/contactBooks', { name: `Automations ${team.tag}` })).id },
+      steps: [{ type: 'wait', duration: '30 days' }, { type: 'exit' }],
+    })).id,
   // Paused as soon as it is made, and hearing only tests until then: it gets no calls, and the
   // sender (which calls only ACTIVE webhooks) leaves its call log as the tests see it.
   webhookId: async (team) => {
@@ -116,6 +123,9 @@ const sampleBodies: Record<string, (ids: Ids) => unknown> = {
   'PATCH /webhooks/{webhookId}': () => ({ description: 'Renamed webhook' }),
   'POST /contactBooks/{contactBookId}/segments': () => ({ name: 'Sample segment', filter: { all: [{ field: 'subscribed', op: 'eq', value: true }] } }),
   'PATCH /contactBooks/{contactBookId}/segments/{segmentId}': () => ({ name: 'Renamed segment' }),
+  'POST /automations': async (ids) => ({ name: 'Sample automation', trigger: { type: 'event', name: 'sample', contactBookId: await ids('contactBookId') }, steps: [{ type: 'exit' }] }),
+  'PATCH /automations/{automationId}': () => ({ name: 'Renamed automation' }),
+  'POST /events': async (ids) => ({ name: 'sample', contactBookId: await ids('contactBookId'), contactId: await ids('contactId') }),
   'POST /inbound/routes': async (ids) => ({ match: `sample@${await ids('senderDomain')}`, action: 'store' }),
   'PATCH /inbound/routes/{id}': () => ({ action: 'store' }),
 };
