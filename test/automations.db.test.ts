@@ -1,5 +1,6 @@
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_PAYLOADS } from '../src/events/contract.js';
 import { expectApiError } from './helpers/api-error.js';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
 import { sleep, waitFor } from './helpers/wait.js';
@@ -168,6 +169,23 @@ describe('triggers', () => {
     expectApiError(neither, 400, 'VALIDATION_ERROR');
   }, 60_000);
 
+  it('a run reports automation.run_started and automation.run_completed to the webhooks that take them, in the contract\'s shape', async () => {
+    const bookId = await newBook('Reported');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Reported', status: 'ACTIVE', trigger: { type: 'event', name: 'reported', contactBookId: bookId }, steps: [{ id: 'bye', type: 'exit' }],
+    });
+    // Port 1 of loopback refuses: the calls stay in the outbox, as written, for the test to read.
+    const webhook = await team.ok('POST', '/v1/webhooks', { url: 'http://127.0.0.1:1/automations', events: ['automation.run_started', 'automation.run_completed'] });
+    const { contactId } = await postEvent({ name: 'reported', contactBookId: bookId, email: 'rita@readers.test' });
+    const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run ended');
+    const calls = await env.server.deps.db.selectFrom('webhook_calls').select(['type', 'data']).where('team_id', '=', team.teamId).where('webhook_id', '=', webhook.id).orderBy('seq').execute();
+    expect(calls.map((call) => call.type)).toEqual(['automation.run_started', 'automation.run_completed']);
+    for (const call of calls) EVENT_PAYLOADS[call.type as 'automation.run_started'].parse(call.data);
+    expect(calls[0]!.data).toMatchObject({ id: run.id, automationId: automation.id, contactId, email: 'rita@readers.test', status: 'ACTIVE', endedAt: null });
+    expect(calls[1]!.data).toMatchObject({ id: run.id, status: 'EXITED', stepId: 'bye', exitReason: 'exit step' });
+    await team.ok('DELETE', `/v1/webhooks/${webhook.id}`);
+  }, 60_000);
+
   it('reentry off: a contact walks an automation once; on: again once each run ends', async () => {
     const bookId = await newBook('Reentry');
     const steps = [{ id: 'hello', type: 'send', templateId: welcome, from: from() }];
@@ -227,6 +245,22 @@ describe('steps', () => {
     expect((await team.ok('GET', `/v1/automations/${automation.id}`)).counters[0]).toEqual({ stepId: 'rest', entered: 2, waiting: 0, completed: 1, exited: 1 });
   }, 60_000);
 
+  it('a contact deleted mid-wait leaves its runs with it, and nothing is sent to it', async () => {
+    const bookId = await newBook('Deleted');
+    const automation = await team.ok('POST', '/v1/automations', {
+      name: 'Drip', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
+      steps: [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
+    });
+    const contactId = await addContact(bookId, 'deleted@readers.test');
+    await runsWhere(automation.id, 1, sittingOut('rest', DAY), 'waiting');
+    await team.ok('DELETE', `/v1/contactBooks/${bookId}/contacts/${contactId}`);
+    expect(await runsOf(automation.id)).toEqual([]);
+    expect((await team.ok('GET', `/v1/automations/${automation.id}`)).runs).toEqual({ active: 0, completed: 0, exited: 0 });
+    later(DAY + 60_000);
+    await sleep(300);
+    expect(mailTo('deleted@readers.test')).toEqual([]);
+  }, 60_000);
+
   it("a hard bounce of an automation's mail takes its contact out of the book's mailing and out of its runs", async () => {
     const bookId = await newBook('Bouncers');
     const automation = await team.ok('POST', '/v1/automations', {
@@ -237,6 +271,23 @@ describe('steps', () => {
     const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run exited');
     expect(run).toMatchObject({ stepId: 'rest', exitReason: 'bounced' });
     expect((await team.contact(bookId, 'gone@readers.test')).subscribed).toBe(false);
+  }, 60_000);
+
+  it('a run whose step fails every time leaves its automation with the error as its reason, and the runs due with it go on', async () => {
+    const bookId = await newBook('Poisoned');
+    const condition = { id: 'check', type: 'condition', filter: { all: [{ field: 'properties.plan', op: 'in', value: ['pro'] }] }, then: [{ id: 'tag', type: 'update_contact', properties: { checked: 'yes' } }] };
+    const poisoned = await team.ok('POST', '/v1/automations', { name: 'Poisoned', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId }, steps: [condition] });
+    const healthy = await team.ok('POST', '/v1/automations', { name: 'Healthy', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId }, steps: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }] });
+    // A definition no request could store now (an older version's, say): its filter fails as it is compiled.
+    const broken = [{ ...condition, else: [], filter: { all: [{ field: 'properties.plan', op: 'in', value: 'pro' }] } }];
+    await env.server.deps.db.updateTable('automations').set({ steps: JSON.stringify(broken) }).where('team_id', '=', team.teamId).where('id', '=', poisoned.id).execute();
+    await addContact(bookId, 'pat@readers.test', { properties: { plan: 'pro' } });
+    const [failed] = await runsWhere(poisoned.id, 1, (run) => run.status === 'EXITED', 'the failing run left');
+    expect(failed.stepId).toBe('check');
+    expect(failed.exitReason).toMatch(/^failed: /);
+    await runsWhere(healthy.id, 1, (run) => run.status === 'COMPLETED', 'the healthy run completed');
+    await waitFor('its mail delivered', async () => mailTo('pat@readers.test').length, (n) => n === 1);
+    expect(env.logs.entries.some((entry) => entry.level === 'error' && entry.msg.includes('left its automation'))).toBe(true);
   }, 60_000);
 
   it('pausing holds runs where they are, new contacts included; resuming moves them on', async () => {

@@ -165,6 +165,17 @@ describe('dashboard sign-in', () => {
     await context.close();
   });
 
+  it('on every screen every section of the navigation shows without scrolling it: in one row on a laptop, in the folded menu below', async () => {
+    for (const width of [1440, 1280, 1100, 1024, 800]) {
+      const { context, page } = await signedIn(browser, server, teamId, { viewport: { width, height: 800 } });
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      if (!(await nav.isVisible())) await page.locator('.menu-button').click();
+      const { scroll, client } = await nav.evaluate((element) => ({ scroll: element.scrollWidth, client: element.clientWidth }));
+      expect(scroll, `the menu at ${width} px`).toBeLessThanOrEqual(client);
+      await context.close();
+    }
+  });
+
   it('at phone width the navigation folds into a menu that opens on a tap and holds every section', async () => {
     const { context, page } = await signedIn(browser, server, teamId, { viewport: { width: 390, height: 844 } });
     const nav = page.getByRole('navigation', { name: 'Main' });
@@ -172,7 +183,7 @@ describe('dashboard sign-in', () => {
     await screenshot(page, 'overview-phone');
     await page.locator('.menu-button').click();
     expect(await nav.isVisible()).toBe(true);
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Inbound', 'Campaigns', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics', 'Deliverability']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Domains', 'Emails', 'Inbound', 'Campaigns', 'Automations', 'Contacts', 'Templates', 'Suppressions', 'Webhooks', 'API keys', 'Analytics', 'Deliverability']);
     await screenshot(page, 'overview-phone-menu');
     await context.close();
   });

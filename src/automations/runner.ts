@@ -8,7 +8,7 @@ import { findTemplate } from '../data/templates.js';
 import type { Db } from '../db/connection.js';
 import type { RunHistoryEntry } from '../db/schema.js';
 import type { Deps } from '../deps.js';
-import { reportRuns } from '../events/automations.js';
+import { reportRuns, runsEnded } from '../events/automations.js';
 import { reportWrittenContacts } from '../events/contacts.js';
 import { storeNewEmails } from '../events/email-changes.js';
 import { newSortableId } from '../ids.js';
@@ -60,11 +60,12 @@ type Counts = Map<string, { teamId: number; automationId: string; stepId: string
 export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: boolean } = {}): AutomationRunner {
   const { db, config, log } = deps;
 
-  const runBatch = async (): Promise<number> => {
+  /** One batch of at most `size` due runs; answers how many it claimed. */
+  const runBatch = async (size: number): Promise<number> => {
     const now = deps.clock();
     const done = await db.transaction().execute(async (tx) => {
       if (deps.dbKind === 'postgres') await endBatchIfStalled(tx, STALLED_BATCH_SECONDS);
-      const runs = await claimDueRuns(tx, now, config.automationBatchSize);
+      const runs = await claimDueRuns(tx, now, size);
       if (runs.length === 0) return null;
       const counts: Counts = new Map();
       const walks = await startWalks(tx, runs, now, counts);
@@ -99,7 +100,7 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
       );
       await addStepCounts(tx, [...counts.values()]);
       await reportRuns(tx, 'automation.run_completed', ended, now);
-      return { runs: runs.length, emails: emails.length, stepsRun, full: runs.length === config.automationBatchSize };
+      return { runs: runs.length, emails: emails.length, stepsRun };
     });
     if (!done) return 0;
     for (const [type, count] of done.stepsRun) deps.metrics.automationStepsRun(type, count);
@@ -107,7 +108,38 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
       deps.metrics.emailsReached('QUEUED', done.emails);
       deps.signals.emit('emailsDue');
     }
-    return done.full ? done.runs : 0;
+    return done.runs;
+  };
+
+  /**
+   * After a batch failed: its runs one at a time, so that a run whose step fails every time (a
+   * definition an earlier version stored, say) leaves its automation, EXITED with the error as its
+   * reason, once it failed twice alone, instead of holding up every run due after it.
+   */
+  const runOneByOne = async (failure: unknown) => {
+    log.error('an automation batch failed; its runs go one at a time', { error: failure });
+    for (let taken = 0; taken < config.automationBatchSize; taken++) {
+      try {
+        if ((await runBatch(1)) === 0) return;
+      } catch {
+        try {
+          if ((await runBatch(1)) === 0) return;
+        } catch (error) {
+          await giveUpFirstDue(error);
+        }
+      }
+    }
+  };
+
+  const giveUpFirstDue = async (error: unknown) => {
+    const now = deps.clock();
+    const reason = `failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 500);
+    const run = await db.transaction().execute(async (tx) => {
+      const [due] = await claimDueRuns(tx, now, 1);
+      if (due) await runsEnded(tx, { teamId: due.team_id, runIds: [due.id] }, reason, now);
+      return due;
+    });
+    if (run) log.error('an automation run failed at its step twice and left its automation', { automationId: run.automation_id, runId: run.id, stepId: run.step_id, error });
   };
 
   /** The batch's runs with their automations' steps and their contacts; runs of an automation an edit holds now stay for the next pass. */
@@ -238,7 +270,11 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
 
   const loop = startWorkerLoop({
     pass: async (stopping) => {
-      while (!stopping.aborted && (await runBatch()) > 0);
+      try {
+        while (!stopping.aborted && (await runBatch(config.automationBatchSize)) === config.automationBatchSize);
+      } catch (error) {
+        await runOneByOne(error);
+      }
     },
     pollMs: config.automationPollMs,
     onError: (error) => log.error('running automation steps failed', { error }),

@@ -10,6 +10,7 @@ const chartJs = path.join(path.dirname(createRequire(import.meta.url).resolve('c
 const ASSETS: Record<string, { file: URL | string; type: string }> = {
   'app.css': { file: here('app.css'), type: 'text/css; charset=utf-8' },
   'app.js': { file: here('app.js'), type: 'text/javascript; charset=utf-8' },
+  'automations.css': { file: here('automations.css'), type: 'text/css; charset=utf-8' },
   'favicon.svg': { file: here('favicon.svg'), type: 'image/svg+xml' },
   'segments.css': { file: here('segments.css'), type: 'text/css; charset=utf-8' },
   'segments.js': { file: here('segments.js'), type: 'text/javascript; charset=utf-8' },

@@ -1,6 +1,10 @@
 import type { Context } from 'hono';
 import { ApiError } from '../errors.js';
-import { fieldErrors } from './layout.js';
+import type { AppDeps } from '../http/deps.js';
+import type { Domain } from '../services/domains.js';
+import { callApi } from './api-call.js';
+import { field, fieldErrors } from './layout.js';
+import type { DashboardEnv } from './session.js';
 
 // Reading a page's form and putting the API's verdict on it next to the fields.
 
@@ -50,3 +54,21 @@ export function correctable(error: unknown, fields: readonly string[], conflictF
   const { fields: byField, form } = formErrors(invalidInput(error), fields);
   return { errors: form === undefined ? byField : { ...byField, '': form }, status: 400 };
 }
+
+/** The names of the team's verified domains: where a From address may be. */
+export async function verifiedDomains(c: Context<DashboardEnv>, deps: AppDeps): Promise<string[]> {
+  const domains = await callApi<Domain[]>(c, deps, 'get', '/domains');
+  return domains.filter((domain) => domain.status === 'SUCCESS').map((domain) => domain.name);
+}
+
+/** The From field of mail the team sends, naming its verified domains (`local` the example's mailbox). */
+export const senderField = (options: { value?: string; error?: string; verified: readonly string[]; name: string; local: string }) => {
+  const { verified } = options;
+  return field('from', 'From', {
+    value: options.value,
+    error: options.error,
+    required: true,
+    placeholder: `${options.name} <${options.local}@${verified[0] ?? 'example.com'}>`,
+    hint: verified.length ? `An address on a verified domain: ${verified.join(', ')}` : 'No domain of this team is verified yet: verify one under Domains first.',
+  });
+};

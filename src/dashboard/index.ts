@@ -4,6 +4,7 @@ import { assetRoutes } from './assets.js';
 import { authPages } from './auth-pages.js';
 import { analyticsPages } from './pages/analytics.js';
 import { apiKeysPages } from './pages/api-keys.js';
+import { automationsPages } from './pages/automations.js';
 import { campaignsPages } from './pages/campaigns.js';
 import { contactsPages } from './pages/contacts.js';
 import { deliverabilityPages } from './pages/deliverability.js';
@@ -28,7 +29,7 @@ export function dashboardPages(deps: AppDeps) {
   const app = new Hono();
   app.route('/assets', assetRoutes());
   app.route('/', authPages(deps));
-  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, contactsWithSegments, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
+  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, automationsPages, contactsWithSegments, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
   for (const pages of sections) app.route('/', pages(deps));
   return app;
 }

@@ -15,6 +15,7 @@ export const NAV = [
   { href: '/emails', label: 'Emails' },
   { href: '/inbound', label: 'Inbound' },
   { href: '/campaigns', label: 'Campaigns' },
+  { href: '/automations', label: 'Automations' },
   { href: '/contacts', label: 'Contacts' },
   { href: '/templates', label: 'Templates' },
   { href: '/suppressions', label: 'Suppressions' },

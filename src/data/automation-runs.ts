@@ -149,12 +149,12 @@ export async function moveRuns(tx: Db, moves: RunMove[], now: Date): Promise<Run
   return rows;
 }
 
-/** Whose active runs to end: these contacts' (in every automation of their book), or one automation's. */
-export type RunScope = { teamId: number; bookId: string; contactIds: string[] } | { teamId: number; automationId: string };
+/** Whose active runs to end: these contacts' (in every automation of their book), one automation's, or these runs. */
+export type RunScope = { teamId: number; bookId: string; contactIds: string[] } | { teamId: number; automationId: string } | { teamId: number; runIds: string[] };
 
 /**
  * Ends the active runs in scope (the contacts unsubscribed, bounced or complained; the automation
- * is being deleted), each at the step it was at, counted there as exited, in one statement.
+ * is being deleted; a run failed), each at the step it was at, counted there as exited, in one statement.
  * Answers the runs ended.
  */
 export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Date): Promise<RunChange[]> {
@@ -162,7 +162,9 @@ export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Dat
   const inScope =
     'contactIds' in scope
       ? sql`r.team_id = ${scope.teamId} AND r.contact_book_id = ${scope.bookId} AND r.contact_id = ANY(${scope.contactIds}::text[])`
-      : sql`r.team_id = ${scope.teamId} AND r.automation_id = ${scope.automationId}`;
+      : 'runIds' in scope
+        ? sql`r.team_id = ${scope.teamId} AND r.id = ANY(${scope.runIds}::text[])`
+        : sql`r.team_id = ${scope.teamId} AND r.automation_id = ${scope.automationId}`;
   const entry = sql`jsonb_build_array(jsonb_build_object('stepId', r.step_id, 'type', 'exit', 'at', ${now.toISOString()}::text, 'outcome', ${reason}::text))`;
   const { rows } = await sql<RunChange>`
     WITH ended AS (

@@ -1,5 +1,6 @@
-// Segments: the filter builder of a segment's form, with its live count, and the campaign form's
-// choice of segment. Both pages work without it: the filter is then typed as JSON.
+// Segments: the filter builder of a segment's form and of an automation's condition, with its live
+// count, and the campaign form's choice of segment. The pages work without it: the filter is then
+// typed as JSON.
 (function () {
   'use strict';
 
@@ -75,6 +76,12 @@
     var fields = {};
     vocabulary.fields.forEach(function (field) { fields[field.value] = field; });
     var errors = data('segment-errors') || [];
+    // What saving the filter was refused for stands while the filter is the one refused: a count
+    // checks less than saving does (an automation's steps, say).
+    var refused = errors.slice();
+    var refusedFilter = null;
+    // An automation's condition may read the mail of one of its earlier send steps.
+    var steps = vocabulary.steps || [];
     var filter = null;
 
     var fieldOf = function (name) { return fields[name] || (typeof name === 'string' && name.indexOf('properties.') === 0 ? fields['properties.'] : null); };
@@ -88,7 +95,8 @@
       if (key) return only(node, [key]) && depth <= vocabulary.maxDepth && node[key].every(function (child) { return shown(child, depth + 1); });
       if (depth === 1) return false;
       if ('event' in node) {
-        return only(node, ['event', 'within', 'campaignId', 'negate']) && vocabulary.events.some(function (event) { return event.value === node.event; }) &&
+        return only(node, ['event', 'within', 'campaignId', 'negate'].concat(steps.length ? ['step'] : [])) && vocabulary.events.some(function (event) { return event.value === node.event; }) &&
+          (node.step === undefined || steps.some(function (step) { return step.value === node.step; })) &&
           ['within', 'campaignId'].every(function (key) { return node[key] === undefined || typeof node[key] === 'string'; }) && (node.negate === undefined || typeof node.negate === 'boolean');
       }
       var field = fieldOf(node.field);
@@ -175,6 +183,16 @@
       event.addEventListener('change', function () { node.event = event.value; changed(false); });
       row.appendChild(negate);
       row.appendChild(event);
+      if (steps.length) {
+        var step = choice([{ value: '', label: 'any email' }].concat(steps), node.step || '', 'Send step', 'step');
+        step.addEventListener('change', function () {
+          if (step.value) node.step = step.value;
+          else delete node.step;
+          changed(false);
+        });
+        row.appendChild(el('span', 'muted', 'from'));
+        row.appendChild(step);
+      }
       [['within', 'within the last', 'Within', 'any time, or 30 days'], ['campaignId', 'of campaign', 'Campaign ID', 'any campaign']].forEach(function (part) {
         var box = input(node[part[0]] || '', part[2], part[0], part[3]);
         box.addEventListener('input', function () {
@@ -288,6 +306,11 @@
         .then(function (answer) {
           if (mine !== asked) return;
           errors = answer.errors || [];
+          if (textarea.value === refusedFilter) {
+            errors = errors.concat(refused.filter(function (error) {
+              return !errors.some(function (other) { return other.path === error.path && other.message === error.message; });
+            }));
+          }
           output.textContent = answer.errors ? 'Not counted: the filter has ' + (errors.length === 1 ? 'a mistake' : errors.length + ' mistakes') + ', shown above' : answer.text;
           showErrors();
         })
@@ -329,6 +352,7 @@
       }
     });
     root.hidden = false;
+    refusedFilter = textarea.value;
     load();
     render();
     count();

@@ -6,14 +6,13 @@ import type { AppDeps } from '../../http/deps.js';
 import { campaignTimeline, type CampaignTimeline } from '../../services/campaign-timeline.js';
 import type { toCampaign } from '../../services/campaigns.js';
 import type { toContactBook } from '../../services/contact-books.js';
-import type { Domain } from '../../services/domains.js';
 import { segmentNames } from '../../services/segments.js';
 import type { toTemplate } from '../../services/templates.js';
 import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, card, CHART_COLOURS, copyable, csrfField, done, field, formError, heading, lineChart, page, pager, progress, select, table, textArea, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
+import { formErrors, formValues, given, invalidInput, senderField, verifiedDomains, type FormErrors } from '../forms.js';
 import { mailBody, mailFrame } from './mail-content.js';
 import { segmentPath, type Segment } from './segment-form.js';
 
@@ -126,13 +125,12 @@ ${error ? html`<small class="error">${error}</small>` : ''}
 async function newCampaignPage(c: C, deps: AppDeps, options: { values: Record<string, string>; errors?: FormErrors; status?: ContentfulStatusCode }) {
   const { values, status } = options;
   const errors = options.errors?.fields ?? {};
-  const [books, templates, domains] = await Promise.all([
+  const [books, templates, verified] = await Promise.all([
     callApi<Book[]>(c, deps, 'get', '/contactBooks'),
     callApi<{ data: Template[] }>(c, deps, 'get', '/templates', { query: { limit: '100' } }),
-    callApi<Domain[]>(c, deps, 'get', '/domains'),
+    verifiedDomains(c, deps),
   ]);
   const segments = await segmentNames(deps, callerOf(c), { contactBookIds: books.map((book) => book.id) });
-  const verified = domains.filter((domain) => domain.status === 'SUCCESS').map((domain) => domain.name);
   // The template picker keeps the book and segment a segment's page sent the person here with.
   const chosen = (['contactBookId', 'segmentId'] as const).filter((name) => values[name]).map((name) => html`<input type="hidden" name="${name}" value="${values[name]}">`);
   const templatePicker = templates.data.length || errors.templateId
@@ -153,13 +151,7 @@ ${templatePicker}
 ${csrfField(c)}
 ${formError(options.errors?.form)}
 ${field('name', 'Name', { value: values.name, error: errors.name, required: true, hint: 'For your team’s eyes: recipients never see it.' })}
-${field('from', 'From', {
-  value: values.from,
-  error: errors.from,
-  required: true,
-  placeholder: verified[0] ? `News <news@${verified[0]}>` : 'News <news@example.com>',
-  hint: verified.length ? `An address on a verified domain: ${verified.join(', ')}` : 'No domain of this team is verified yet: verify one under Domains first.',
-})}
+${senderField({ value: values.from, error: errors.from, verified, name: 'News', local: 'news' })}
 ${select('contactBookId', 'Contact book', [{ value: '', label: 'Choose a contact book' }, ...books.map((book) => ({ value: book.id, label: `${book.emoji} ${book.name} (${count(book._count.contacts)} ${book._count.contacts === 1 ? 'contact' : 'contacts'})` }))], {
   value: values.contactBookId,
   error: errors.contactBookId,

@@ -72,8 +72,40 @@ export async function countTyped(c: Ctx, deps: AppDeps, bookId: string, text: st
   return (await countFilter(deps, callerOf(c), { contactBookId: bookId, filter })).count;
 }
 
-const filterErrors = (details: ErrorDetail[]) =>
-  details.length === 0 ? '' : html`<ul class="error filter-errors" id="f-filter-error">${details.map((detail) => html`<li><code>${detail.path}</code> ${detail.message}</li>`)}</ul>`;
+/** Errors each at its path (`filter.all[2].op`), as a list; `id` lets a field name it as what describes it. */
+export const detailList = (details: readonly ErrorDetail[], id?: string) =>
+  details.length === 0 ? '' : html`<ul class="error filter-errors"${id ? html` id="${id}"` : ''}>${details.map((detail) => html`<li><code>${detail.path}</code> ${detail.message}</li>`)}</ul>`;
+
+type BuilderOptions = {
+  value: string;
+  /** The filter's errors, their paths starting at `filter`. */
+  errors: readonly ErrorDetail[];
+  /** Where the builder POSTs the filter as typed for its live count (JSON `{ count, text }` or `{ errors }`). */
+  countUrl: string;
+  count?: string;
+  /** What the builder offers beyond a segment's filter (an automation's send steps). */
+  vocabulary?: Partial<typeof builderVocabulary> & Record<string, unknown>;
+  hint?: string;
+};
+
+/**
+ * The filter field: its JSON, which segments.js turns into the builder (writing the JSON, counting
+ * it as it changes); without the script the JSON is typed by hand. It brings the session's CSRF
+ * token as a meta tag: the count is a fetch, not a form post.
+ */
+export function filterBuilder(c: Ctx, options: BuilderOptions) {
+  const { errors } = options;
+  return html`<link rel="stylesheet" href="/assets/segments.css"><script src="/assets/segments.js" defer></script>${csrfMeta(c)}
+${jsonData('segment-vocabulary', { ...builderVocabulary, ...options.vocabulary })}${jsonData('segment-errors', errors)}
+<div class="field filter-field${errors.length > 0 ? ' has-error' : ''}">
+<label for="f-filter">Filter</label>
+<div class="filter-builder" data-builder="f-filter" data-count-url="${options.countUrl}" hidden></div>
+<textarea id="f-filter" name="filter" rows="12" spellcheck="false"${errors.length > 0 ? html` aria-invalid="true" aria-describedby="f-filter-error"` : ''}>${options.value}</textarea>
+<small class="hint">${FILTER_SYNTAX} Text compares ignoring case; dates are ISO 8601 or relative, like “30 days ago”.${options.hint ? ` ${options.hint}` : ''}</small>
+${detailList(errors, 'f-filter-error')}
+</div>
+<p class="live-count" role="status" data-live-count>${options.count ?? ''}</p>`;
+}
 
 /**
  * A segment's form: its name, and its filter as JSON, which segments.js turns into a builder that
@@ -89,21 +121,12 @@ export function segmentForm(c: Ctx, book: Book, state: FormState, segment?: Segm
     title,
     section: 'Contacts',
     status: state.status,
-    body: html`<link rel="stylesheet" href="/assets/segments.css"><script src="/assets/segments.js" defer></script>${csrfMeta(c)}
-${jsonData('segment-vocabulary', builderVocabulary)}${jsonData('segment-errors', errors.filter)}
-<p><a href="${back}">← ${segment ? segment.name : `Segments of ${book.emoji} ${book.name}`}</a></p>
+    body: html`<p><a href="${back}">← ${segment ? segment.name : `Segments of ${book.emoji} ${book.name}`}</a></p>
 ${heading(title)}
 <form method="post" action="${segment ? `${back}/edit` : `${list}/new`}" class="stack panel segment-form">${csrfField(c)}
 ${formError(errors.form)}
 ${field('name', 'Name', { value: state.values.name, error: errors.name, required: true, placeholder: 'Engaged readers' })}
-<div class="field filter-field${errors.filter.length > 0 ? ' has-error' : ''}">
-<label for="f-filter">Filter</label>
-<div class="filter-builder" data-builder="f-filter" data-count-url="${list}/count" hidden></div>
-<textarea id="f-filter" name="filter" rows="12" spellcheck="false"${errors.filter.length > 0 ? html` aria-invalid="true" aria-describedby="f-filter-error"` : ''}>${state.values.filter}</textarea>
-<small class="hint">${FILTER_SYNTAX} Text compares ignoring case; dates are ISO 8601 or relative, like “30 days ago”.</small>
-${filterErrors(errors.filter)}
-</div>
-<p class="live-count" role="status" data-live-count>${state.count === undefined ? '' : countWords(state.count, book)}</p>
+${filterBuilder(c, { value: state.values.filter, errors: errors.filter, countUrl: `${list}/count`, count: state.count === undefined ? '' : countWords(state.count, book) })}
 <div class="row-actions"><button type="submit">Save segment</button><button type="submit" class="secondary" name="intent" value="count" formnovalidate>Count matches</button><a class="button secondary" href="${back}">Cancel</a></div>
 </form>`,
   });

@@ -69,7 +69,7 @@ function fieldWords(field: string) {
 function conditionWords(node: Node): string {
   if (typeof node.event === 'string') {
     const within = typeof node.within === 'string' ? ` within the last ${node.within}` : '';
-    const campaign = typeof node.campaignId === 'string' ? ` of campaign ${node.campaignId}` : '';
+    const campaign = typeof node.campaignId === 'string' ? ` of campaign ${node.campaignId}` : typeof node.step === 'string' ? ` sent by step ${node.step}` : '';
     return `${node.negate === true ? 'Has not' : 'Has'} ${EVENT_WORDS[node.event as Engagement] ?? node.event}${campaign}${within}`;
   }
   const { label, kind } = fieldWords(String(node.field));
