@@ -53,6 +53,10 @@ async function postEvent(body: object) {
 const mailTo = (address: string) => env.sink.received.filter((message) => message.rcptTo.includes(address));
 const subjectsTo = async (address: string) => Promise.all(mailTo(address).map(async (message) => (await PostalMime.parse(message.raw)).subject));
 
+/** An ACTIVE automation that every contact added to the book walks. */
+const activeOn = (bookId: string, name: string, steps: object[]) =>
+  team.ok('POST', '/v1/automations', { name, status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId }, steps });
+
 /** Whether a run sits out this wait step of `ms`: its next time is that far on from when it got there (the clock may have moved on since it started). */
 const sittingOut = (stepId: string, ms: number) => (run: any) => run.stepId === stepId && Date.parse(run.nextAt) - Date.parse(run.startedAt) >= ms;
 
@@ -128,10 +132,7 @@ describe('a welcome series', () => {
 describe('triggers', () => {
   it('in a double opt-in book, a contact enters on confirmation, not when added', async () => {
     const bookId = await newBook('Confirmed', { doubleOptInEnabled: true, doubleOptInFrom: `Lists <lists@${team.domain.name}>`, doubleOptInSubject: 'Confirm, please' });
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'After confirming', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }],
-    });
+    const automation = await activeOn(bookId, 'After confirming', [{ id: 'hello', type: 'send', templateId: welcome, from: from() }]);
     const contactId = await addContact(bookId, 'pending@readers.test');
     await sleep(200);
     expect(await runsOf(automation.id), 'no run while the contact is pending').toEqual([]);
@@ -207,14 +208,11 @@ describe('triggers', () => {
 describe('steps', () => {
   it('update_contact sets properties, a later send reads them, and an exit step ends the run there', async () => {
     const bookId = await newBook('Stages');
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Stages', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [
+    const automation = await activeOn(bookId, 'Stages', [
         { id: 'stage', type: 'update_contact', properties: { stage: 'onboarded', plan: 'Team' } },
         { id: 'pro', type: 'condition', filter: { all: [{ field: 'properties.plan', op: 'eq', value: 'team' }] }, then: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }, { id: 'stop', type: 'exit' }] },
         { id: 'never', type: 'send', templateId: followB, from: from() },
-      ],
-    });
+      ]);
     await addContact(bookId, 'stan@readers.test', { properties: { plan: 'Free', keep: 'me' } });
     const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run exited');
     expect(run).toMatchObject({ stepId: 'stop', exitReason: 'exit step' });
@@ -228,10 +226,7 @@ describe('steps', () => {
 
   it('a contact who unsubscribes mid-wait leaves the run at once, and its next mail is never sent', async () => {
     const bookId = await newBook('Leavers');
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Drip', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
-    });
+    const automation = await activeOn(bookId, 'Drip', [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }]);
     const stays = await addContact(bookId, 'stays@readers.test');
     const leaves = await addContact(bookId, 'leaves@readers.test');
     await runsWhere(automation.id, 2, sittingOut('rest', DAY), 'both waiting');
@@ -247,10 +242,7 @@ describe('steps', () => {
 
   it('a contact deleted mid-wait leaves its runs with it, and nothing is sent to it', async () => {
     const bookId = await newBook('Deleted');
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Drip', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
-    });
+    const automation = await activeOn(bookId, 'Drip', [{ id: 'rest', type: 'wait', duration: '1 day' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }]);
     const contactId = await addContact(bookId, 'deleted@readers.test');
     await runsWhere(automation.id, 1, sittingOut('rest', DAY), 'waiting');
     await team.ok('DELETE', `/v1/contactBooks/${bookId}/contacts/${contactId}`);
@@ -263,10 +255,7 @@ describe('steps', () => {
 
   it("a hard bounce of an automation's mail takes its contact out of the book's mailing and out of its runs", async () => {
     const bookId = await newBook('Bouncers');
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Bouncing', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'hello', type: 'send', templateId: welcome, from: from() }, { id: 'rest', type: 'wait', duration: '1 day' }, { id: 'again', type: 'send', templateId: followB, from: from() }],
-    });
+    const automation = await activeOn(bookId, 'Bouncing', [{ id: 'hello', type: 'send', templateId: welcome, from: from() }, { id: 'rest', type: 'wait', duration: '1 day' }, { id: 'again', type: 'send', templateId: followB, from: from() }]);
     await addContact(bookId, 'gone@readers.test');
     const [run] = await runsWhere(automation.id, 1, (r) => r.status === 'EXITED', 'the run exited');
     expect(run).toMatchObject({ stepId: 'rest', exitReason: 'bounced' });
@@ -292,10 +281,7 @@ describe('steps', () => {
 
   it('pausing holds runs where they are, new contacts included; resuming moves them on', async () => {
     const bookId = await newBook('Paused');
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Pausable', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'rest', type: 'wait', duration: '1 hour' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }],
-    });
+    const automation = await activeOn(bookId, 'Pausable', [{ id: 'rest', type: 'wait', duration: '1 hour' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }]);
     await addContact(bookId, 'early@readers.test');
     await runsWhere(automation.id, 1, sittingOut('rest', 3_600_000), 'the first sitting out its hour');
     expect((await team.ok('PATCH', `/v1/automations/${automation.id}`, { status: 'PAUSED' })).status).toBe('PAUSED');
@@ -316,10 +302,7 @@ describe('steps', () => {
   it('editing an active automation keeps runs on their step ids, and a removed step moves its runs to the next one kept', async () => {
     const bookId = await newBook('Edited');
     const send = (id: string, templateId: string) => ({ id, type: 'send', templateId, from: from() });
-    const automation = await team.ok('POST', '/v1/automations', {
-      name: 'Editable', status: 'ACTIVE', trigger: { type: 'contact.added', contactBookId: bookId },
-      steps: [{ id: 'first', type: 'wait', duration: '3 days' }, send('one', welcome), { id: 'second', type: 'wait', duration: '3 days' }, send('two', followA)],
-    });
+    const automation = await activeOn(bookId, 'Editable', [{ id: 'first', type: 'wait', duration: '3 days' }, send('one', welcome), { id: 'second', type: 'wait', duration: '3 days' }, send('two', followA)]);
     await addContact(bookId, 'edie@readers.test');
     await runsWhere(automation.id, 1, sittingOut('first', 3 * DAY), 'waiting at the first wait');
     const edited = await team.ok('PATCH', `/v1/automations/${automation.id}`, {

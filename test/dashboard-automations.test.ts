@@ -1,11 +1,9 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { screenshot, signedIn } from './helpers/browser.js';
 import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboard-content.js';
-import type { TestDnsServer } from './helpers/dns-server.js';
-import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
-import { expectOk, type TestServer } from './helpers/server.js';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import { expectOk } from './helpers/server.js';
+import { startDashboardRig, type DashboardRig } from './helpers/dashboard-rig.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -15,21 +13,12 @@ import { waitFor } from './helpers/wait.js';
  * sink; the same steps as plain form posts without JavaScript; the service's 400s on the page.
  */
 
-let dns: TestDnsServer;
-let server: TestServer;
-let sink: SmtpSink;
-let key: string;
-let teamId: number;
-let from: string;
-let stop: () => Promise<void>;
-let browser: Browser;
-let person: SignedIn;
-let dialogs: string[];
+let rig: DashboardRig;
 let welcome: { id: string; name: string };
 
 type Step = { id: string; type: string; then?: Step[]; else?: Step[]; [key: string]: unknown };
 
-const ok = (method: string, path: string, body?: unknown) => expectOk(server, key, method, path, body);
+const ok = (method: string, path: string, body?: unknown) => expectOk(rig.server, rig.key, method, path, body);
 const automation = (id: string) => ok('GET', `/v1/automations/${id}`);
 const runsOf = async (id: string) => (await ok('GET', `/v1/automations/${id}/runs?limit=100`)).data as any[];
 const heading = (page: Page) => page.getByRole('heading', { level: 1 }).textContent();
@@ -58,29 +47,19 @@ async function openNewStep(page: Page, type: string, where = 'at the end') {
 }
 
 beforeAll(async () => {
-  [sink, browser] = await Promise.all([startSmtpSink(), launchBrowser()]);
-  ({ dns, server, key, teamId, stop } = await startServerWithDns({ SMTP_URL: sink.url, DISPATCH_POLL_MS: '20', AUTOMATION_POLL_MS: '20' }));
-  const domain = await verifiedDomain(server, key, 'automations-ui.test');
-  dns.serve(domain);
-  from = `Hello <hello@${domain.name}>`;
+  rig = await startDashboardRig({ domain: 'automations-ui.test', sender: 'Hello', env: { AUTOMATION_POLL_MS: '20' } });
   welcome = await ok('POST', '/v1/templates', { name: 'Welcome', subject: 'Welcome, {{firstName,fallback=friend}}', html: '<p>Welcome</p><a href="{{unsubscribeUrl}}">Unsubscribe</a>' });
   await ok('POST', '/v1/templates', { name: 'Another template', subject: 'Other', html: '<p>Other</p>' });
-  person = await signedIn(browser, server, teamId);
-  dialogs = watchDialogs(person.page);
 }, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await stop?.();
-  await sink?.close();
-});
+afterAll(() => rig?.stop());
 
 describe('dashboard: automations', () => {
   it('a person builds an automation (a send with its template picked, a wait, a condition with branches), activates it, and sees a new contact’s run, its history and each step’s counters', async () => {
-    const { page } = person;
+    const { page } = rig.person;
     const bookId = await book('Newcomers');
     await page.goto('/');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Automations' }).click();
-    await page.waitForURL(`${server.url}/automations`);
+    await page.waitForURL(`${rig.server.url}/automations`);
     expect(await page.locator('.empty').textContent()).toContain('No automations yet');
 
     await page.getByRole('link', { name: 'New automation' }).click();
@@ -98,12 +77,12 @@ describe('dashboard: automations', () => {
     await openNewStep(page, 'Send an email');
     expect(await page.getByLabel('Template').locator('option').allTextContents()).toEqual(['Choose a template', 'Another template', 'Welcome']);
     await page.getByLabel('Template').selectOption({ label: 'Welcome' });
-    await page.getByLabel('From', { exact: true }).fill(from);
+    await page.getByLabel('From', { exact: true }).fill(rig.from);
     await page.getByRole('button', { name: 'Add step' }).click();
     await backOn(page, id);
     expect(await page.getByRole('status').textContent()).toBe('Send an email step added');
     const send = ((await automation(id)).steps as Step[])[1]!;
-    expect(send).toMatchObject({ type: 'send', templateId: welcome.id, from });
+    expect(send).toMatchObject({ type: 'send', templateId: welcome.id, from: rig.from });
 
     // First the welcome, then the wait.
     await stepItem(page, send.id).getByRole('button', { name: 'Move up' }).click();
@@ -152,7 +131,7 @@ describe('dashboard: automations', () => {
 
     await ok('POST', `/v1/contactBooks/${bookId}/contacts`, { email: 'ann@newcomers.test', firstName: 'Ann' });
     await waitFor('the run waiting after the welcome', () => runsOf(id), (runs) => runs.length === 1 && runs[0].stepId === wait!.id);
-    await waitFor('the welcome delivered', async () => sink.received.filter((m) => m.rcptTo.includes('ann@newcomers.test')).length, (n) => n === 1);
+    await waitFor('the welcome delivered', async () => rig.sink.received.filter((m) => m.rcptTo.includes('ann@newcomers.test')).length, (n) => n === 1);
 
     await page.reload();
     for (const [stepId, counts] of [[send.id, ['1', '0', '1', '0']], [wait!.id, ['1', '1', '0', '0']], [condition.id, ['0', '0', '0', '0']]] as const) {
@@ -163,7 +142,7 @@ describe('dashboard: automations', () => {
 
     // The runs, filtered by contact and status; one contact's run with its history.
     await page.getByRole('link', { name: 'Runs', exact: true }).click();
-    await page.waitForURL(`${server.url}/automations/${id}/runs`);
+    await page.waitForURL(`${rig.server.url}/automations/${id}/runs`);
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(1);
     expect(await rows.first().locator('td').nth(1).textContent()).toBe('ACTIVE');
@@ -188,14 +167,14 @@ describe('dashboard: automations', () => {
     expect(await history.first().locator('td').allTextContents()).toEqual([send.id, 'send', expect.any(String), '—', run.history[0].emailId]);
     await screenshot(page, 'automation-run');
     await history.first().getByRole('link', { name: run.history[0].emailId }).click();
-    await page.waitForURL(`${server.url}/emails/${run.history[0].emailId}`);
+    await page.waitForURL(`${rig.server.url}/emails/${run.history[0].emailId}`);
     expect(await page.content()).toContain('ann@newcomers.test');
-    expect(dialogs.filter((dialog) => dialog.startsWith('alert'))).toEqual([]);
+    expect(rig.dialogs.filter((dialog) => dialog.startsWith('alert'))).toEqual([]);
   }, 90_000);
 
   it('pausing holds a run where it is and the page offers Resume; resuming lets it go on', async () => {
-    const { page } = person;
-    const paused = await made('Pausable', [{ id: 'hello', type: 'send', templateId: welcome.id, from }]);
+    const { page } = rig.person;
+    const paused = await made('Pausable', [{ id: 'hello', type: 'send', templateId: welcome.id, from: rig.from }]);
     await page.goto(`/automations/${paused.id}`);
     await page.getByRole('button', { name: 'Pause' }).click();
     await backOn(page, paused.id);
@@ -219,7 +198,7 @@ describe('dashboard: automations', () => {
   });
 
   it('an invalid step is refused with the service’s path and message on the page, and nothing is stored', async () => {
-    const { page } = person;
+    const { page } = rig.person;
     const target = await made('Strict', [{ id: 'rest', type: 'wait', duration: '1 day' }], 'DRAFT');
     const before = (await automation(target.id)).steps;
 
@@ -255,7 +234,7 @@ describe('dashboard: automations', () => {
   });
 
   it('without JavaScript, steps are added, edited, moved and removed with plain form posts, and the runs keep their step ids', async () => {
-    const context = await browser.newContext({ baseURL: server.url, javaScriptEnabled: false, storageState: await person.context.storageState() });
+    const context = await rig.browser.newContext({ baseURL: rig.server.url, javaScriptEnabled: false, storageState: await rig.person.context.storageState() });
     const page = await context.newPage();
     const plain = await made('Plain', [{ id: 'first', type: 'wait', duration: '2 days' }]);
     await ok('POST', `/v1/contactBooks/${plain.trigger.contactBookId}/contacts`, { email: 'plain@newcomers.test' });
@@ -265,7 +244,7 @@ describe('dashboard: automations', () => {
     await openNewStep(page, 'Wait');
     await page.getByLabel('Duration').fill('3 hours');
     await page.getByRole('button', { name: 'Add step' }).click();
-    await page.waitForURL(`${server.url}/automations/${plain.id}#steps`);
+    await page.waitForURL(`${rig.server.url}/automations/${plain.id}#steps`);
     const [, added] = (await automation(plain.id)).steps as Step[];
     await openNewStep(page, 'Condition');
     expect(await page.locator('.filter-builder').isVisible()).toBe(false);
@@ -291,8 +270,8 @@ describe('dashboard: automations', () => {
   it('another team’s automation id is a 404 page, its actions are 404s, and nothing of it changes', async () => {
     const target = await made('Private', [{ id: 'rest', type: 'wait', duration: '1 day' }]);
     const before = await automation(target.id);
-    const otherTeam = await server.team('Other team');
-    const other = await signedIn(browser, server, otherTeam.teamId);
+    const otherTeam = await rig.server.team('Other team');
+    const other = await signedIn(rig.browser, rig.server, otherTeam.teamId);
     const base = `/automations/${target.id}`;
     for (const path of [base, `${base}/runs`, `${base}/delete`, `${base}/steps/new?type=wait`, `${base}/steps/rest`, `${base}/contacts/nobody`]) {
       const response = await other.page.goto(path);
@@ -319,12 +298,12 @@ describe('dashboard: automations', () => {
   });
 
   it('markup in an automation’s or a template’s name shows as text on its pages, and none of it runs', async () => {
-    const { page } = person;
+    const { page } = rig.person;
     const template = await ok('POST', '/v1/templates', { name: HOSTILE, subject: 'x', html: '<p>x</p>' });
-    const hostile = await made(HOSTILE, [{ id: 'mail', type: 'send', templateId: template.id, from }, { type: 'update_contact', properties: { [HOSTILE]: HOSTILE } }], 'DRAFT');
+    const hostile = await made(HOSTILE, [{ id: 'mail', type: 'send', templateId: template.id, from: rig.from }, { type: 'update_contact', properties: { [HOSTILE]: HOSTILE } }], 'DRAFT');
     for (const path of ['/automations', `/automations/${hostile.id}`, `/automations/${hostile.id}/runs`, `/automations/${hostile.id}/delete`]) {
       await page.goto(path);
-      await expectShownAsText(page, HOSTILE, dialogs);
+      await expectShownAsText(page, HOSTILE, rig.dialogs);
     }
     await page.goto(`/automations/${hostile.id}/steps/mail`);
     expect(await page.getByLabel('Template').locator('option:checked').textContent()).toBe(HOSTILE);
@@ -333,7 +312,7 @@ describe('dashboard: automations', () => {
   });
 
   it('deleting asks on its own page, ends the runs, and the list no longer shows it', async () => {
-    const { page } = person;
+    const { page } = rig.person;
     const doomed = await made('Doomed', [{ id: 'rest', type: 'wait', duration: '1 day' }]);
     await ok('POST', `/v1/contactBooks/${doomed.trigger.contactBookId}/contacts`, { email: 'doomed@newcomers.test' });
     await waitFor('the run entered', () => runsOf(doomed.id), (runs) => runs.length === 1);
@@ -341,18 +320,18 @@ describe('dashboard: automations', () => {
     await page.getByRole('link', { name: 'Delete' }).click();
     expect(await page.locator('form p').first().textContent()).toContain('Its 1 active run end now');
     await page.getByRole('button', { name: 'Delete automation' }).click();
-    await page.waitForURL(`${server.url}/automations`);
+    await page.waitForURL(`${rig.server.url}/automations`);
     expect(await page.getByRole('status').textContent()).toBe('Automation “Doomed” deleted');
     expect(await page.getByRole('link', { name: 'Doomed' }).count()).toBe(0);
-    expect((await server.call('GET', `/v1/automations/${doomed.id}`, { key })).status).toBe(404);
+    expect((await rig.server.call('GET', `/v1/automations/${doomed.id}`, { key: rig.key })).status).toBe(404);
   });
 
   it('at phone width the list, an automation’s step tree and its runs do not scroll sideways', async () => {
     const nested = await made('A welcome series with a rather long name for a phone', [
-      { id: 'hello', type: 'send', templateId: welcome.id, from },
+      { id: 'hello', type: 'send', templateId: welcome.id, from: rig.from },
       { id: 'branch', type: 'condition', filter: { all: [{ event: 'opened', step: 'hello' }] }, then: [{ id: 'deeper', type: 'condition', filter: { all: [{ field: 'email', op: 'exists' }] }, then: [{ type: 'exit' }] }], else: [{ type: 'wait', duration: '2 days' }] },
     ], 'DRAFT');
-    const { context, page } = await signedIn(browser, server, teamId, { viewport: { width: 390, height: 844 } });
+    const { context, page } = await signedIn(rig.browser, rig.server, rig.teamId, { viewport: { width: 390, height: 844 } });
     for (const [path, name] of [['/automations', 'automations-phone'], [`/automations/${nested.id}`, 'automation-phone'], [`/automations/${nested.id}/runs`, null]] as const) {
       await page.goto(path);
       if (name) await screenshot(page, name);

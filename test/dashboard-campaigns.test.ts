@@ -4,16 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReleaser } from '../src/campaigns/releaser.js';
 import type { EmailStatus } from '../src/db/schema.js';
 import { recordClick, recordOpen } from '../src/feedback/tracking.js';
-import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { screenshot, signedIn, type SignedIn } from './helpers/browser.js';
 import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboard-content.js';
-import type { TestDnsServer } from './helpers/dns-server.js';
-import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { dispatcherDone } from './helpers/emails.js';
 import { expectOk, type TestServer } from './helpers/server.js';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import type { SmtpSink } from './helpers/smtp-sink.js';
+import { startDashboardRig } from './helpers/dashboard-rig.js';
+import { verifiedDomain } from './helpers/domains.js';
 import { waitFor } from './helpers/wait.js';
 
-let dns: TestDnsServer;
 let server: TestServer;
 let sink: SmtpSink;
 let key: string;
@@ -25,19 +24,9 @@ let person: SignedIn;
 let dialogs: string[];
 
 beforeAll(async () => {
-  [sink, browser] = await Promise.all([startSmtpSink(), launchBrowser()]);
-  ({ dns, server, key, teamId, stop } = await startServerWithDns({ SMTP_URL: sink.url, DISPATCH_POLL_MS: '20', CAMPAIGN_POLL_MS: '20', SEND_RETRY_BASE_MS: '200' }));
-  const domain = await verifiedDomain(server, key, 'campaigns-ui.test');
-  dns.serve(domain);
-  from = `News <news@${domain.name}>`;
-  person = await signedIn(browser, server, teamId);
-  dialogs = watchDialogs(person.page);
+  ({ server, sink, key, teamId, from, browser, person, dialogs, stop } = await startDashboardRig({ domain: 'campaigns-ui.test', sender: 'News', env: { CAMPAIGN_POLL_MS: '20', SEND_RETRY_BASE_MS: '200' } }));
 }, 30_000);
-afterAll(async () => {
-  await browser?.close();
-  await stop?.();
-  await sink?.close();
-});
+afterAll(() => stop?.());
 
 const UNSUBSCRIBE = '<a href="{{unsubscribeUrl}}">Unsubscribe</a>';
 

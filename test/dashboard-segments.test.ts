@@ -1,11 +1,10 @@
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
+import { screenshot, signedIn, watchDialogs, type SignedIn } from './helpers/browser.js';
 import { expectShownAsText, HOSTILE, postAs, submitted } from './helpers/dashboard-content.js';
-import type { TestDnsServer } from './helpers/dns-server.js';
-import { startServerWithDns, verifiedDomain } from './helpers/domains.js';
 import { expectOk, type TestServer } from './helpers/server.js';
-import { startSmtpSink, type SmtpSink } from './helpers/smtp-sink.js';
+import type { SmtpSink } from './helpers/smtp-sink.js';
+import { startDashboardRig } from './helpers/dashboard-rig.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -14,7 +13,6 @@ import { waitFor } from './helpers/wait.js';
  * sent to a segment from the campaign form, through an SMTP sink.
  */
 
-let dns: TestDnsServer;
 let server: TestServer;
 let sink: SmtpSink;
 let key: string;
@@ -65,20 +63,10 @@ async function setCondition(row: Locator, condition: { field: string; property?:
 }
 
 beforeAll(async () => {
-  [sink, browser] = await Promise.all([startSmtpSink(), launchBrowser()]);
-  ({ dns, server, key, teamId, stop } = await startServerWithDns({ SMTP_URL: sink.url, DISPATCH_POLL_MS: '20', CAMPAIGN_POLL_MS: '20' }));
-  const domain = await verifiedDomain(server, key, 'segments-ui.test');
-  dns.serve(domain);
-  from = `News <news@${domain.name}>`;
+  ({ server, sink, key, teamId, from, browser, person, dialogs, stop } = await startDashboardRig({ domain: 'segments-ui.test', sender: 'News', env: { CAMPAIGN_POLL_MS: '20' } }));
   bookId = await book('Readers', READERS);
-  person = await signedIn(browser, server, teamId);
-  dialogs = watchDialogs(person.page);
 }, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await stop?.();
-  await sink?.close();
-});
+afterAll(() => stop?.());
 
 describe('dashboard: segments', () => {
   it('a person builds a segment with the filter builder, sees its count as it changes, saves it, and sees the contacts it matches', async () => {
