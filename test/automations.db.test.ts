@@ -1,7 +1,9 @@
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimDueRuns, endBatchIfStalled } from '../src/data/automation-runs.js';
 import { EVENT_PAYLOADS } from '../src/events/contract.js';
 import { expectApiError } from './helpers/api-error.js';
+import { usingPostgres } from './helpers/database.js';
 import { feedbackTeam, startFeedbackServer, type FeedbackTeam } from './helpers/feedback.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
@@ -277,6 +279,29 @@ describe('steps', () => {
     await runsWhere(healthy.id, 1, (run) => run.status === 'COMPLETED', 'the healthy run completed');
     await waitFor('its mail delivered', async () => mailTo('pat@readers.test').length, (n) => n === 1);
     expect(env.logs.entries.some((entry) => entry.level === 'error' && entry.msg.includes('left its automation'))).toBe(true);
+  }, 60_000);
+
+  it.runIf(usingPostgres())('a runner stalled inside its batch loses its runs to the others once the database ends its idle transaction', async () => {
+    const bookId = await newBook('Stalled');
+    const automation = await activeOn(bookId, 'Stalled', [{ id: 'rest', type: 'wait', duration: '1 hour' }, { id: 'hello', type: 'send', templateId: welcome, from: from() }]);
+    await addContact(bookId, 'stalled@readers.test');
+    const [run] = await runsWhere(automation.id, 1, sittingOut('rest', 3_600_000), 'waiting');
+    let claimed: (ids: string[]) => void;
+    const claim = new Promise<string[]>((resolve) => (claimed = resolve));
+    // A runner that claims the run as its hour ends, then stops answering inside its batch.
+    const stalled = env.server.deps.db.transaction().execute(async (tx) => {
+      await endBatchIfStalled(tx, 1);
+      claimed((await claimDueRuns(tx, new Date(Date.now() + offset + 2 * 3_600_000), 100)).map((due) => due.id));
+      await sleep(4000);
+      await claimDueRuns(tx, new Date(), 1);
+    });
+    expect(await claim).toContain(run.id);
+    later(2 * 3_600_000);
+    await sleep(300);
+    expect(mailTo('stalled@readers.test'), 'held while the stalled runner has it').toEqual([]);
+    await expect(stalled).rejects.toThrow();
+    await runsWhere(automation.id, 1, (r) => r.status === 'COMPLETED', 'taken over and completed');
+    await waitFor('its mail delivered', async () => mailTo('stalled@readers.test').length, (n) => n === 1);
   }, 60_000);
 
   it('pausing holds runs where they are, new contacts included; resuming moves them on', async () => {

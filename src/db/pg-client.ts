@@ -10,6 +10,15 @@ import { preparedName, REUSED } from './reused-statements.js';
  * statements.
  */
 export class PgClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A connection the server ends while the client is checked out and between statements (a batch
+    // idle past idle_in_transaction_session_timeout, a server restart) is reported here: with no
+    // listener that would crash the process. The transaction's next statement fails instead, and
+    // the pool drops the client when it is released with that error.
+    this.on('error', () => {});
+  }
+
   // pg's query() has a dozen overloads; this adds two cases in front of them all.
   override query(...args: any[]): any {
     const [text, values] = args;
