@@ -71,14 +71,9 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
       const walks = await startWalks(tx, runs, now, counts);
       const emails: NewEmail[] = [];
       const stepsRun = new Map<string, number>();
-      // Each round moves every run one step; a run comes to each step at most once.
-      for (let round = 0; walks.some((walk) => walk.moving); round++) {
-        const groups = new Map<string, Walk[]>();
-        for (const walk of walks) {
-          if (!walk.moving) continue;
-          const key = `${walk.run.team_id} ${walk.run.automation_id} ${walk.stepId}`;
-          groups.set(key, [...(groups.get(key) ?? []), walk]);
-        }
+      // Each round moves every run one step; a run comes to each step at most once (steps only lead forward).
+      while (walks.some((walk) => walk.moving)) {
+        const groups = groupBy(walks.filter((walk) => walk.moving), (walk) => `${walk.run.team_id} ${walk.run.automation_id} ${walk.stepId}`);
         for (const group of groups.values()) {
           const step = group[0]!.plan.get(group[0]!.stepId!)?.step;
           if (!step) {
@@ -150,9 +145,7 @@ export function startAutomationRunner(deps: RunnerDeps, options: { autostart?: b
     );
     const taken = runs.filter((run) => automations.has(`${run.team_id} ${run.automation_id}`));
     const contacts = new Map<string, RecipientValues>();
-    const books = new Map<string, DueRun[]>();
-    for (const run of taken) books.set(`${run.team_id} ${run.contact_book_id}`, [...(books.get(`${run.team_id} ${run.contact_book_id}`) ?? []), run]);
-    for (const ofBook of books.values()) {
+    for (const ofBook of groupBy(taken, (run) => `${run.team_id} ${run.contact_book_id}`).values()) {
       const { team_id: teamId, contact_book_id: bookId } = ofBook[0]!;
       for (const row of await findRecipientValues(tx, { teamId, bookId }, ofBook.map((run) => run.contact_id))) contacts.set(`${teamId} ${bookId} ${row.id}`, row);
     }
@@ -305,6 +298,17 @@ function exitRun(walk: Walk, reason: string, now: Date, counts: Counts) {
   count(walk, counts, 'exited');
   walk.history.push({ stepId: walk.stepId ?? '', type: 'exit', at: now.toISOString(), outcome: reason });
   Object.assign(walk, { status: 'EXITED', exitReason: reason, moving: false, waiting: false, nextAt: null });
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
 }
 
 function count(walk: Walk, counts: Counts, kind: 'completed' | 'exited') {
