@@ -18,29 +18,45 @@ const CHANGE_COLUMNS = sql`r.team_id, r.id, r.automation_id, r.contact_book_id, 
 /**
  * Starts a run of every automation of the book that this trigger sets off (ACTIVE or PAUSED; a
  * paused one holds its new runs at the first step) for each of these contacts still subscribed,
- * in one statement whatever their number. A contact already in a run of one, or ever in one that
- * takes no reentry, is left out (the unique entry key). Answers the runs started.
+ * in one statement whatever their number, each contact found by its primary key. A contact already
+ * in a run of one, or ever in one that takes no reentry, is left out (the unique entry key).
+ * Answers the runs started.
  */
 export async function enterRuns(
   tx: Db,
   entry: { teamId: number; bookId: string; contactIds: string[]; trigger: { type: 'contact.added' } | { type: 'event'; name: string }; properties: Record<string, string>; now: Date },
-): Promise<RunChange[]> {
+): Promise<RunKey[]> {
   if (entry.contactIds.length === 0) return [];
   const { teamId, bookId, trigger, now } = entry;
+  const { rows } = await sql<RunKey>`
+    INSERT INTO automation_runs (team_id, id, automation_id, contact_book_id, contact_id, entry_key, status, step_id, next_at, properties, started_at)
+    SELECT a.team_id, ${sortableIdSql}, a.id, a.contact_book_id, c.id, c.id, 'ACTIVE', a.steps -> 0 ->> 'id', ${now}, ${JSON.stringify(entry.properties)}::jsonb, ${now}
+    FROM automations a
+    CROSS JOIN unnest(${entry.contactIds}::text[]) AS n(id)
+    CROSS JOIN LATERAL (
+      SELECT c.id FROM contacts c
+      WHERE c.team_id = a.team_id AND c.contact_book_id = a.contact_book_id AND c.id = n.id AND c.subscribed OFFSET 0
+    ) c
+    WHERE a.team_id = ${teamId} AND a.contact_book_id = ${bookId} AND a.status <> 'DRAFT' AND a.trigger_type = ${trigger.type}
+      ${trigger.type === 'event' ? sql`AND a.trigger_event = ${trigger.name}` : sql``}
+    ORDER BY a.id, c.id
+    ON CONFLICT (team_id, automation_id, entry_key) DO NOTHING
+    RETURNING team_id, id`.execute(tx);
+  return rows;
+}
+
+/** A run as a statement that changed it names it. */
+export type RunKey = { team_id: number; id: string };
+
+/** These runs as their events tell of them, each with its contact's address (primary key probes). */
+export async function runChanges(tx: Db, keys: RunKey[]): Promise<RunChange[]> {
+  if (keys.length === 0) return [];
   const { rows } = await sql<RunChange>`
-    WITH entering AS (
-      INSERT INTO automation_runs (team_id, id, automation_id, contact_book_id, contact_id, entry_key, status, step_id, next_at, properties, started_at)
-      SELECT a.team_id, ${sortableIdSql}, a.id, a.contact_book_id, c.id, c.id, 'ACTIVE', a.steps -> 0 ->> 'id', ${now}, ${JSON.stringify(entry.properties)}::jsonb, ${now}
-      FROM automations a
-      JOIN contacts c ON c.team_id = a.team_id AND c.contact_book_id = a.contact_book_id AND c.id = ANY(${entry.contactIds}::text[]) AND c.subscribed
-      WHERE a.team_id = ${teamId} AND a.contact_book_id = ${bookId} AND a.status <> 'DRAFT' AND a.trigger_type = ${trigger.type}
-        ${trigger.type === 'event' ? sql`AND a.trigger_event = ${trigger.name}` : sql``}
-      ORDER BY a.id, c.id
-      ON CONFLICT (team_id, automation_id, entry_key) DO NOTHING
-      RETURNING *
-    )
-    SELECT ${CHANGE_COLUMNS}, c.email FROM entering r
-    JOIN contacts c ON c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id`.execute(tx);
+    SELECT ${CHANGE_COLUMNS}, c.email FROM unnest(${keys.map((key) => key.team_id)}::int[], ${keys.map((key) => key.id)}::text[]) AS n(team_id, id)
+    CROSS JOIN LATERAL (SELECT * FROM automation_runs r WHERE r.team_id = n.team_id AND r.id = n.id OFFSET 0) r
+    CROSS JOIN LATERAL (
+      SELECT c.email FROM contacts c WHERE c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id OFFSET 0
+    ) c`.execute(tx);
   return rows;
 }
 
@@ -57,15 +73,18 @@ export type DueRun = Pick<RunRow, 'team_id' | 'id' | 'automation_id' | 'contact_
 
 /**
  * Locks up to `limit` runs due by `now` of active automations, oldest due first, skipping those
- * another runner holds (automation_runs_due); the caller's transaction keeps them until it
- * commits, and a runner that dies lets them go with its connection.
+ * another runner holds; the caller's transaction keeps them until it commits, and a runner that
+ * dies lets them go with its connection. The active automations are listed first, so that the
+ * planner walks automation_runs_due in order and stops at the limit, however many runs are due
+ * (a semi-join would have it read and sort every due run for each batch). lockAutomations checks
+ * each one's team and status again.
  */
 export async function claimDueRuns(tx: Db, now: Date, limit: number): Promise<DueRun[]> {
   const { rows } = await sql<DueRun>`
     SELECT r.team_id, r.id, r.automation_id, r.contact_book_id, r.contact_id, r.step_id, r.waiting, r.properties, r.started_at
     FROM automation_runs r
     WHERE r.status = 'ACTIVE' AND r.next_at <= ${now}
-      AND EXISTS (SELECT 1 FROM automations a WHERE a.team_id = r.team_id AND a.id = r.automation_id AND a.status = 'ACTIVE')
+      AND r.automation_id = ANY (ARRAY(SELECT a.id FROM automations a WHERE a.status = 'ACTIVE'))
     ORDER BY r.next_at
     LIMIT ${limit}
     FOR UPDATE OF r SKIP LOCKED`.execute(tx);
@@ -85,12 +104,17 @@ export async function lockAutomations(tx: Db, keys: { teamId: number; id: string
   return rows;
 }
 
-/** Which of these runs' contacts the filter matches now, the run's own mail read for `step` conditions. */
+/**
+ * Which of these runs' contacts the filter matches now, the run's own mail read for `step`
+ * conditions. Driven by the batch's ids (a probe of each run's and contact's primary key), never by
+ * the team's runs.
+ */
 export async function runsMatching(tx: Db, teamId: number, runIds: string[], filter: Filter, now: Date): Promise<Set<string>> {
   const { rows } = await sql<{ id: string }>`
-    SELECT r.id FROM automation_runs r
+    SELECT r.id FROM unnest(${runIds}::text[]) AS b(id)
+    JOIN automation_runs r ON r.team_id = ${teamId} AND r.id = b.id
     JOIN contacts c ON c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id
-    WHERE r.team_id = ${teamId} AND r.id = ANY(${runIds}::text[]) AND ${filterSql(filter, now, sql.ref('r.id'))}`.execute(tx);
+    WHERE ${filterSql(filter, now, sql.ref('r.id'))}`.execute(tx);
   return new Set(rows.map((row) => row.id));
 }
 
@@ -120,7 +144,7 @@ export type RunMove = {
 };
 
 /** Moves the runs, each with what it did appended to its history, in one statement; answers those that ended. */
-export async function moveRuns(tx: Db, moves: RunMove[], now: Date): Promise<RunChange[]> {
+export async function moveRuns(tx: Db, moves: RunMove[], now: Date): Promise<RunKey[]> {
   if (moves.length === 0) return [];
   const json = JSON.stringify(
     moves.map((move) => ({
@@ -128,25 +152,20 @@ export async function moveRuns(tx: Db, moves: RunMove[], now: Date): Promise<Run
       exit_reason: move.exitReason, reentry: move.reentry, history: move.history,
     })),
   );
-  const { rows } = await sql<RunChange>`
-    WITH moved AS (
-      UPDATE automation_runs r SET
-        step_id = m.step_id,
-        next_at = timestamptz 'epoch' + m.next_ms * interval '1 millisecond',
-        waiting = m.waiting,
-        status = m.status,
-        exit_reason = m.exit_reason,
-        history = r.history || m.history,
-        ended_at = CASE WHEN m.status <> 'ACTIVE' THEN ${now}::timestamptz END,
-        entry_key = CASE WHEN m.status <> 'ACTIVE' AND m.reentry THEN r.id ELSE r.entry_key END
-      FROM jsonb_to_recordset(${json}::jsonb) AS m(team_id integer, id text, step_id text, next_ms bigint, waiting boolean, status text, exit_reason text, reentry boolean, history jsonb)
-      WHERE r.team_id = m.team_id AND r.id = m.id
-      RETURNING ${CHANGE_COLUMNS}
-    )
-    SELECT r.*, c.email FROM moved r
-    JOIN contacts c ON c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id
-    WHERE r.status <> 'ACTIVE'`.execute(tx);
-  return rows;
+  const { rows } = await sql<RunKey & { status: string }>`
+    UPDATE automation_runs r SET
+      step_id = m.step_id,
+      next_at = timestamptz 'epoch' + m.next_ms * interval '1 millisecond',
+      waiting = m.waiting,
+      status = m.status,
+      exit_reason = m.exit_reason,
+      history = r.history || m.history,
+      ended_at = CASE WHEN m.status <> 'ACTIVE' THEN ${now}::timestamptz END,
+      entry_key = CASE WHEN m.status <> 'ACTIVE' AND m.reentry THEN r.id ELSE r.entry_key END
+    FROM jsonb_to_recordset(${json}::jsonb) AS m(team_id integer, id text, step_id text, next_ms bigint, waiting boolean, status text, exit_reason text, reentry boolean, history jsonb)
+    WHERE r.team_id = m.team_id AND r.id = m.id
+    RETURNING r.team_id, r.id, r.status`.execute(tx);
+  return rows.filter((row) => row.status !== 'ACTIVE');
 }
 
 /** Whose active runs to end: these contacts' (in every automation of their book), one automation's, or these runs. */
@@ -157,7 +176,7 @@ export type RunScope = { teamId: number; bookId: string; contactIds: string[] } 
  * is being deleted; a run failed), each at the step it was at, counted there as exited, in one statement.
  * Answers the runs ended.
  */
-export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Date): Promise<RunChange[]> {
+export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Date): Promise<RunKey[]> {
   if ('contactIds' in scope && scope.contactIds.length === 0) return [];
   const inScope =
     'contactIds' in scope
@@ -166,7 +185,7 @@ export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Dat
         ? sql`r.team_id = ${scope.teamId} AND r.id = ANY(${scope.runIds}::text[])`
         : sql`r.team_id = ${scope.teamId} AND r.automation_id = ${scope.automationId}`;
   const entry = sql`jsonb_build_array(jsonb_build_object('stepId', r.step_id, 'type', 'exit', 'at', ${now.toISOString()}::text, 'outcome', ${reason}::text))`;
-  const { rows } = await sql<RunChange>`
+  const { rows } = await sql<RunKey>`
     WITH ended AS (
       UPDATE automation_runs r SET status = 'EXITED', exit_reason = ${reason}, next_at = NULL, waiting = false, ended_at = ${now}, history = r.history || ${entry},
         entry_key = CASE WHEN a.allow_reentry THEN r.id ELSE r.entry_key END
@@ -177,8 +196,7 @@ export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Dat
     ), counted AS (
       ${countsUpsert(sql`SELECT team_id, automation_id, step_id, 0 AS completed, count(*) AS exited FROM ended WHERE step_id IS NOT NULL GROUP BY 1, 2, 3`)}
     )
-    SELECT r.*, c.email FROM ended r
-    JOIN contacts c ON c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id`.execute(tx);
+    SELECT team_id, id FROM ended`.execute(tx);
   return rows;
 }
 
@@ -196,27 +214,22 @@ export async function addStepCounts(tx: Db, counts: { teamId: number; automation
 }
 
 /** Moves the active runs at removed steps to where an edit sends them (null: the end, as completed). */
-export async function moveRunsOffSteps(tx: Db, automation: { teamId: number; id: string; reentry: boolean }, moved: Map<string, string | null>, now: Date): Promise<RunChange[]> {
+export async function moveRunsOffSteps(tx: Db, automation: { teamId: number; id: string; reentry: boolean }, moved: Map<string, string | null>, now: Date): Promise<RunKey[]> {
   if (moved.size === 0) return [];
   const json = JSON.stringify([...moved].map(([from, to]) => ({ from_step: from, to_step: to })));
-  const { rows } = await sql<RunChange>`
-    WITH moved AS (
-      UPDATE automation_runs r SET
-        step_id = m.to_step,
-        next_at = CASE WHEN m.to_step IS NULL THEN NULL ELSE LEAST(r.next_at, ${now}::timestamptz) END,
-        waiting = false,
-        status = CASE WHEN m.to_step IS NULL THEN 'COMPLETED' ELSE 'ACTIVE' END,
-        ended_at = CASE WHEN m.to_step IS NULL THEN ${now}::timestamptz END,
-        entry_key = CASE WHEN m.to_step IS NULL AND ${automation.reentry} THEN r.id ELSE r.entry_key END,
-        history = r.history || jsonb_build_array(jsonb_build_object('stepId', r.step_id, 'type', 'removed', 'at', ${now.toISOString()}::text, 'outcome', 'step removed by an edit'))
-      FROM jsonb_to_recordset(${json}::jsonb) AS m(from_step text, to_step text)
-      WHERE r.team_id = ${automation.teamId} AND r.automation_id = ${automation.id} AND r.status = 'ACTIVE' AND r.step_id = m.from_step
-      RETURNING ${CHANGE_COLUMNS}
-    )
-    SELECT r.*, c.email FROM moved r
-    JOIN contacts c ON c.team_id = r.team_id AND c.contact_book_id = r.contact_book_id AND c.id = r.contact_id
-    WHERE r.status <> 'ACTIVE'`.execute(tx);
-  return rows;
+  const { rows } = await sql<RunKey & { status: string }>`
+    UPDATE automation_runs r SET
+      step_id = m.to_step,
+      next_at = CASE WHEN m.to_step IS NULL THEN NULL ELSE LEAST(r.next_at, ${now}::timestamptz) END,
+      waiting = false,
+      status = CASE WHEN m.to_step IS NULL THEN 'COMPLETED' ELSE 'ACTIVE' END,
+      ended_at = CASE WHEN m.to_step IS NULL THEN ${now}::timestamptz END,
+      entry_key = CASE WHEN m.to_step IS NULL AND ${automation.reentry} THEN r.id ELSE r.entry_key END,
+      history = r.history || jsonb_build_array(jsonb_build_object('stepId', r.step_id, 'type', 'removed', 'at', ${now.toISOString()}::text, 'outcome', 'step removed by an edit'))
+    FROM jsonb_to_recordset(${json}::jsonb) AS m(from_step text, to_step text)
+    WHERE r.team_id = ${automation.teamId} AND r.automation_id = ${automation.id} AND r.status = 'ACTIVE' AND r.step_id = m.from_step
+    RETURNING r.team_id, r.id, r.status`.execute(tx);
+  return rows.filter((row) => row.status !== 'ACTIVE');
 }
 
 export type RunListing = RunRow & { email: string };

@@ -1,16 +1,17 @@
 import type { Db } from '../db/connection.js';
-import { enterRuns, exitRuns, type RunChange, type RunScope } from '../data/automation-runs.js';
+import { enterRuns, exitRuns, runChanges, type RunKey, type RunScope } from '../data/automation-runs.js';
 import { listening, report } from './outbox.js';
 import { runEvent, type RunEventType } from './payloads.js';
 
-/** Reports a run event for each run, in the caller's transaction, to the webhooks that hear it. */
-export async function reportRuns(tx: Db, type: RunEventType, runs: RunChange[], now: Date): Promise<void> {
+/**
+ * Reports a run event for each run a statement of the caller's transaction changed, to the
+ * webhooks that hear it; the runs are read back (with their contacts' addresses) only for those.
+ */
+export async function reportRuns(tx: Db, type: RunEventType, runs: RunKey[], now: Date): Promise<void> {
   if (runs.length === 0) return;
   const heard = await listening(tx, [...new Set(runs.map((run) => run.team_id))]);
-  await report(
-    tx,
-    runs.filter((run) => heard(run.team_id, type, null)).map((run) => ({ teamId: run.team_id, subjectKey: run.id, domainId: null, at: now, event: runEvent(type, run) })),
-  );
+  const changes = await runChanges(tx, runs.filter((run) => heard(run.team_id, type, null)));
+  await report(tx, changes.map((run) => ({ teamId: run.team_id, subjectKey: run.id, domainId: null, at: now, event: runEvent(type, run) })));
 }
 
 /**
@@ -19,7 +20,10 @@ export async function reportRuns(tx: Db, type: RunEventType, runs: RunChange[], 
  * how many runs started.
  */
 export async function contactsAdded(tx: Db, added: { teamId: number; bookId: string; contactIds: string[] }, now: Date): Promise<number> {
-  const started = await enterRuns(tx, { ...added, trigger: { type: 'contact.added' }, properties: {}, now });
+  return reportStarted(tx, await enterRuns(tx, { ...added, trigger: { type: 'contact.added' }, properties: {}, now }), now);
+}
+
+async function reportStarted(tx: Db, started: RunKey[], now: Date): Promise<number> {
   await reportRuns(tx, 'automation.run_started', started, now);
   return started.length;
 }
@@ -27,9 +31,7 @@ export async function contactsAdded(tx: Db, added: { teamId: number; bookId: str
 /** A contact's event (POST /v1/events) starts the automations of its book that wait for it. */
 export async function contactEvent(tx: Db, event: { teamId: number; bookId: string; contactId: string; name: string; properties: Record<string, string> }, now: Date) {
   const { teamId, bookId, contactId, name, properties } = event;
-  const started = await enterRuns(tx, { teamId, bookId, contactIds: [contactId], trigger: { type: 'event', name }, properties, now });
-  await reportRuns(tx, 'automation.run_started', started, now);
-  return started.length;
+  return reportStarted(tx, await enterRuns(tx, { teamId, bookId, contactIds: [contactId], trigger: { type: 'event', name }, properties, now }), now);
 }
 
 /**
