@@ -81,11 +81,14 @@ async function startSink(): Promise<BenchSink> {
 
 const IMPORT_CHUNK = 10_000;
 
-/** A book of `total` contacts, imported through the API in bulk requests of 10,000; `emailOf(i)` is the i-th one's address. */
+/**
+ * A book of `total` contacts, imported through the API in bulk requests of 10,000; `emailOf(i)` is
+ * the i-th one's address. `into`: a book made beforehand (else a new one).
+ */
 export async function importBook(
-  bench: Pick<BenchHarness, 'api'>, total: number, emailOf = (i: number) => `reader${i}@example.org`,
+  bench: Pick<BenchHarness, 'api'>, total: number, emailOf = (i: number) => `reader${i}@example.org`, into?: { id: string },
 ): Promise<{ id: string }> {
-  const book = await bench.api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
+  const book = into ?? await bench.api('POST', '/contactBooks', { name: 'Bench', variables: ['plan'] });
   for (let start = 0; start < total; start += IMPORT_CHUNK) {
     const rows = Array.from({ length: Math.min(IMPORT_CHUNK, total - start) }, (_, i) => ({
       email: emailOf(start + i), firstName: `Reader ${start + i}`, properties: { plan: i % 2 ? 'pro' : 'free' },
@@ -128,9 +131,13 @@ export type BenchHarness = {
   peakRssMb(): number;
   /**
    * Runs a dispatcher until no email is left to send; counts only what this call delivered. Its
-   * transport is the configuration's unless one is given.
+   * transport is the configuration's unless one is given. `making`: work that makes the emails
+   * while the dispatcher runs (a releaser's or an automation runner's pass), started with the
+   * clock, `expected` of them.
    */
-  deliver(transport?: Transport): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
+  deliver(
+    transport?: Transport, options?: { making: () => Promise<unknown>; expected: number },
+  ): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
   close(): Promise<void>;
 };
 
@@ -194,7 +201,7 @@ export async function startBenchHarness(
       peakRss = process.memoryUsage().rss;
     },
     peakRssMb: () => Math.round(peakRss / 1024 / 1024),
-    async deliver(transport) {
+    async deliver(transport, options) {
       // What an earlier phase delivered is not this one's.
       const deliveredBefore = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n);
       const receivedBefore = await sink.count();
@@ -202,10 +209,17 @@ export async function startBenchHarness(
       const { deps } = server;
       const campaigns = new CampaignRenderer(deps.db, deps.config, deps.tokens);
       const dispatcher = startDispatcher(deps, { transport: transport ?? createTransport(deps.config), campaigns });
+      let failed: unknown;
+      const making = options?.making().catch((error: unknown) => (failed = error ?? new Error('making the emails failed')));
       // The sink is asked while mail flows, the database only once it has everything: on PGlite a
       // count of the queue runs in this very process, and polling it would slow what it measures.
-      const due = Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n);
-      while ((await sink.count()) - receivedBefore < due) await new Promise((resolve) => setTimeout(resolve, 50));
+      const due = options?.expected ?? Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n);
+      while ((await sink.count()) - receivedBefore < due) {
+        if (failed) throw failed;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await making;
+      if (failed) throw failed;
       while (Number((await countAll().where('send_at', 'is not', null).executeTakeFirstOrThrow()).n) > 0) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark on PostgreSQL (when reachable) and on the embedded PGlite, with
  * the figures written to BENCHMARKS.md together with the machine and the date.
- * `npm run bench -- --only startup` (or `--only direct`, `--only inbound`, `--only segments`, `--only hostile`) measures that alone and replaces only its section.
+ * `npm run bench -- --only startup` (or `--only direct`, `--only inbound`, `--only segments`, `--only hostile`, `--only automations`) measures that alone and replaces only its section.
  */
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { CampaignsBenchResult } from './campaigns.js';
 import type { ContactsBenchResult } from './contacts.js';
 import type { AcceptBenchResult } from './accept.js';
+import type { AutomationsBenchResult } from './automations.js';
 import type { DirectBenchResult } from './direct.js';
 import type { EmailsBenchResult } from './emails.js';
 import type { HostileBenchResult } from './hostile-requests.js';
@@ -270,6 +271,68 @@ function hostileSection(results: HostileBenchResult[]): string[] {
   ];
 }
 
+const STEPS_GOAL = 5_000;
+const SENDING_GOAL = 0.8;
+const RSS_GOAL_MB = 300;
+
+function automationsSection(results: AutomationsBenchResult[]): string[] {
+  const e = results[0]?.entering;
+  const rss = ({ startRssMb, peakRssMb }: { startRssMb: number; peakRssMb: number }) => `${startRssMb} / ${peakRssMb}`;
+  const goalMisses = results.flatMap(({ database, entering, steps, sending }) => [
+    ...(database === 'postgres' && steps.stepsPerSecond < STEPS_GOAL ? [`**Below the goal on postgres:** ${en(steps.stepsPerSecond)} steps/s (the goal is ≥ ${en(STEPS_GOAL)}).`] : []),
+    ...(sending.ratio < SENDING_GOAL ? [`**Below the goal on ${database}:** the send step delivered ${sending.ratio} × the campaign's rate (the goal is ≥ ${SENDING_GOAL}).`] : []),
+    ...([
+      ['while the contacts entered', entering, `; the same import with no automation: ${entering.withoutAutomation.peakRssMb} MB`],
+      ['while the runner walked the steps', steps, ''],
+      ["while the send step's mail was made and delivered", sending.automation, `; the campaign's: ${sending.campaign.peakRssMb} MB`],
+    ] as const).flatMap(([phase, r, beside]) =>
+      r.peakRssMb > RSS_GOAL_MB
+        ? [`**Over the goal on ${database}:** peak RSS ${r.peakRssMb} MB ${phase}, from ${r.startRssMb} MB at its start${beside} (the goal is ≤ ${RSS_GOAL_MB} MB).`]
+        : []),
+  ]);
+  return [
+    '## Automations',
+    '',
+    `Measured ${today()} on ${machine()}.`,
+    '',
+    '`bench/automations.ts`, one process on a fresh database: the server (`ROLE=api`), and the runner, releaser and dispatcher',
+    'it starts itself, each phase after the one before. Entering: a book with an ACTIVE `contact.added` automation, and',
+    `${en(e?.contacts ?? 100_000)} new contacts imported into it through \`POST /v1/contactBooks/{id}/contacts/bulk\` in ${e?.requests ?? 10} requests of 10,000, one after`,
+    'another; the service writes each request in chunks of 2,500 and starts their runs in the same transaction, so every run',
+    'exists when the last request is answered. No automation: the same import just before, into a book none watches. INSERTs:',
+    'the statements into `automation_runs` the import sent (one per chunk, each starting its 2,500 runs). Steps: those runs, all',
+    'due at once at a condition on a property (`plan` is "pro", half of them), then an `update_contact`, then the end, walked',
+    'by an automation runner of its own, its pass claiming batches of `AUTOMATION_BATCH_SIZE` until one is not full; steps',
+    "are runs × 2, and every run must end COMPLETED with its contact updated. CPU: this process's per 1,000 steps (on",
+    "PostgreSQL without the database's). Sending: a book of the size in the table whose automation's first step sends a",
+    "template like the campaign benchmark's message (personalised, a link, the unsubscribe link), then a campaign to the same",
+    "book, delivered over SMTP to the same loopback sink: each timed from when its mail is due (the service's runner, or its",
+    'releaser, starts together with a dispatcher, each polling as in the service) until the sink has every message and every',
+    "outcome is written; the campaign first, so the automation's mail meets the larger emails table. Ratio: the send step's",
+    "rate over the campaign's. RSS: of the process (on PGlite it holds the database too) when the phase started, after a full",
+    "collection, and its peak during the phase; the import's load generator runs in the same process. On PostgreSQL each",
+    `phase starts just after a checkpoint. The goals: ≥ ${en(STEPS_GOAL)} steps/s on PostgreSQL, sending at ≥ ${SENDING_GOAL} × the campaign's rate, peak RSS ≤ ${RSS_GOAL_MB} MB.`,
+    '',
+    '| Database | Contacts | No automation (s) | RSS, start / peak (MB) | With the automation (s) | Contacts/s | Runs started | INSERTs into runs | RSS, start / peak (MB) |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...results.map(({ database, entering: r }) =>
+      `| ${database} | ${en(r.contacts)} | ${r.withoutAutomation.seconds} | ${rss(r.withoutAutomation)} | ${r.seconds} | ${en(r.contactsPerSecond)} | ${en(r.runsStarted)} | ${r.runStatements} | ${rss(r)} |`),
+    '',
+    '| Database | Runs | Steps | Batch size | Seconds | Steps/s | CPU (ms per 1,000 steps) | RSS, start / peak (MB) | Load average |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...results.map(({ database, steps: r, loadAverage }) =>
+      `| ${database} | ${en(r.runs)} | ${en(r.steps)} | ${en(r.batchSize)} | ${r.seconds} | ${en(r.stepsPerSecond)} | ${r.cpuMsPer1000Steps} | ${rss(r)} | ${loadAverage} |`),
+    '',
+    '| Database | Emails | Send step (msg/s) | Send step (s) | RSS, start / peak (MB) | Campaign (msg/s) | Campaign (s) | RSS, start / peak (MB) | Ratio |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...results.map(({ database, sending: r }) =>
+      `| ${database} | ${en(r.emails)} | ${en(r.automation.messagesPerSecond)} | ${r.automation.seconds} | ${rss(r.automation)} | ` +
+      `${en(r.campaign.messagesPerSecond)} | ${r.campaign.seconds} | ${rss(r.campaign)} | ${r.ratio} |`),
+    ...goalMisses.flatMap((line) => ['', line]),
+    '',
+  ];
+}
+
 async function measuredDatabases(): Promise<Array<'postgres' | 'pglite'>> {
   if (await postgresReachable()) return ['postgres', 'pglite'];
   console.error(`PostgreSQL not reachable at ${benchPostgresUrl}: measuring PGlite only`);
@@ -295,6 +358,7 @@ const directBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<
 const inboundBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<InboundBenchResult>('inbound', 'inbound', databases);
 const segmentsBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<SegmentsBenchResult>('segments', 'segments', databases);
 const hostileBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<HostileBenchResult>('hostile requests', 'hostile-requests', databases);
+const automationsBench = (databases: Array<'postgres' | 'pglite'>) => onEachDatabase<AutomationsBenchResult>('automations', 'automations', databases);
 
 /** The sections that `--only <name>` measures alone: it replaces that section of BENCHMARKS.md, or adds it at the end. */
 const measuredAlone: Record<string, () => Promise<string[]>> = {
@@ -306,6 +370,7 @@ const measuredAlone: Record<string, () => Promise<string[]>> = {
   inbound: async () => inboundSection(await inboundBench(await measuredDatabases())),
   segments: async () => segmentsSection(await segmentsBench(await measuredDatabases())),
   hostile: async () => hostileSection(await hostileBench(await measuredDatabases())),
+  automations: async () => automationsSection(await automationsBench(await measuredDatabases())),
 };
 
 /** The document with `section` (whose first line is its heading) in place of its namesake, or added at the end. */
@@ -354,6 +419,7 @@ const direct = await directBench(databases);
 const inbound = await inboundBench(databases);
 const segments = await segmentsBench(databases);
 const hostile = await hostileBench(databases);
+const automations = await automationsBench(databases);
 console.error('startup…');
 const startup = await startupBench(STARTUP_RUNS);
 // Only PostgreSQL shares the limit between processes; PGlite counts it in memory as before.
@@ -516,6 +582,7 @@ const lines = [
   ...inboundSection(inbound),
   ...segmentsSection(segments),
   ...hostileSection(hostile),
+  ...automationsSection(automations),
 ];
 await writeFile('BENCHMARKS.md', lines.join('\n'));
 console.log(lines.join('\n'));
