@@ -31,6 +31,7 @@ const WEBHOOK_ENV = {
   WEBHOOK_AUTO_DISABLE_AFTER: '3',
   DISPATCH_POLL_MS: '20',
   CAMPAIGN_POLL_MS: '20',
+  AUTOMATION_POLL_MS: '20',
 };
 
 let dns: TestDnsServer;
@@ -377,6 +378,20 @@ describe('every event type reaches the webhooks subscribed to it, and only those
     for (const h of [all, emailOnly]) {
       const call = await oneCall(h.receiver!, 'email.received', (b) => b.type === 'email.received' && b.data.id === stored.id);
       expect(call.data).toMatchObject({ from: 'ann@example.org', subject: 'Help wanted', messageId: '<help-1@example.org>' });
+    }
+  });
+
+  it("an automation's run calls automation.run_started and automation.run_completed, each with the run", async () => {
+    const book = await ok('POST', '/v1/contactBooks', { name: 'Automated book' });
+    const automation = await ok('POST', '/v1/automations', {
+      name: 'Hooked', status: 'ACTIVE', trigger: { type: 'event', name: 'hooked', contactBookId: book.id }, steps: [{ id: 'bye', type: 'exit' }],
+    });
+    const { contactId } = (await server.call('POST', '/v1/events', { key, body: { name: 'hooked', contactBookId: book.id, email: 'walker@example.org' } })).body;
+    for (const h of [all, otherOnly]) {
+      const started = await oneCall(h.receiver!, 'automation.run_started', (b) => b.type === 'automation.run_started' && b.data.automationId === automation.id);
+      const ended = await oneCall(h.receiver!, 'automation.run_completed', (b) => b.type === 'automation.run_completed' && b.data.automationId === automation.id);
+      expect(started.data).toMatchObject({ contactId, email: 'walker@example.org', status: 'ACTIVE', stepId: 'bye' });
+      expect(ended.data).toMatchObject({ id: started.data.id, status: 'EXITED', stepId: 'bye', exitReason: 'exit step' });
     }
   });
 
