@@ -212,8 +212,14 @@ describe('direct delivery: one provider at its limits', () => {
       const healthy = await Promise.all(Array.from({ length: 10 }, (_, i) => sendDirect(rig, { to: `quick${i}@beta.test` })));
       for (const id of healthy) expect((await waitForEmail(rig.server, rig.key, id, settled)).latestStatus).toBe('DELIVERED');
       expect(gamma.received.length).toBeLessThanOrEqual(2);
-      // What it keeps waiting in memory is its share of the dispatcher's twenty places, never all of them.
-      const view = await expectOk(rig.server, rig.key, 'GET', '/v1/deliverability/destinations');
+      // What it keeps waiting in memory is its share of the dispatcher's twenty places, never all of
+      // them. The view shows a destination once the process has reported it (every few seconds):
+      // read from a report made while the slow one had mail in flight.
+      const view = await waitFor(
+        'the slow destination in the view, at work',
+        () => expectOk(rig.server, rig.key, 'GET', '/v1/deliverability/destinations'),
+        (found: any) => found.data.some((d: any) => d.destination === 'gamma-mail.test' && d.inFlight > 0),
+      );
       expect(view.data.find((d: any) => d.destination === 'gamma-mail.test').queued).toBeLessThan(20);
     } finally {
       gamma.behaviour = {};
