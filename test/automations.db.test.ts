@@ -334,6 +334,11 @@ describe('steps', () => {
       steps: [send('one', welcome), { id: 'second', type: 'wait', duration: '3 days' }, { type: 'update_contact', properties: { edited: 'yes' } }, send('two', followA)],
     });
     expect(edited.steps[2].id).toMatch(/^s_/);
+    // A change made against the steps before that edit is refused whole; one against the edit is taken.
+    const stale = await env.server.call('PATCH', `/v1/automations/${automation.id}`, { key: team.key, body: { name: 'Stale', steps: [send('one', welcome)], ifUpdatedAt: automation.updatedAt } });
+    expectApiError(stale, 409, 'CONFLICT');
+    expect(await team.ok('GET', `/v1/automations/${automation.id}`)).toMatchObject({ name: 'Editable', steps: edited.steps });
+    expect((await team.ok('PATCH', `/v1/automations/${automation.id}`, { name: 'Edited', ifUpdatedAt: edited.updatedAt })).name).toBe('Edited');
     const [run] = await runsWhere(automation.id, 1, sittingOut('second', 3 * DAY), 'moved on to the second wait');
     expect(run.history.map((entry: { stepId: string; type: string }) => `${entry.stepId}:${entry.type}`)).toEqual(['first:removed', 'one:send']);
     await waitFor('the first mail delivered', async () => mailTo('edie@readers.test').length, (n) => n === 1);

@@ -297,6 +297,21 @@ describe('dashboard: automations', () => {
     await other.context.close();
   });
 
+  it('a change of the steps made from a page loaded before the steps last changed is refused (409), and the steps stay as they are', async () => {
+    const target = await made('Changed meanwhile', [{ id: 'rest', type: 'wait', duration: '1 day' }, { type: 'exit' }], 'DRAFT');
+    await rig.person.page.goto(`/automations/${target.id}`);
+    const changed = await ok('PATCH', `/v1/automations/${target.id}`, { steps: [{ id: 'rest', type: 'wait', duration: '2 days' }, { type: 'exit' }] });
+    for (const [path, form] of [
+      [`/automations/${target.id}/steps`, { steps: '[{"type":"exit"}]', version: target.updatedAt }],
+      [`/automations/${target.id}/steps/rest/remove`, { version: target.updatedAt }],
+    ] as const) {
+      const response = await postAs(rig.person, path, form);
+      expect(response.status(), path).toBe(409);
+      expect(await response.text()).toContain('changed since this page was loaded');
+    }
+    expect((await automation(target.id)).steps).toEqual(changed.steps);
+  });
+
   it('markup in an automation’s or a template’s name shows as text on its pages, and none of it runs', async () => {
     const { page } = rig.person;
     const template = await ok('POST', '/v1/templates', { name: HOSTILE, subject: 'x', html: '<p>x</p>' });

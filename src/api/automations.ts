@@ -96,6 +96,11 @@ export const automationRoutes = [
       steps: stepsSchema.optional(),
       status: z.enum(['ACTIVE', 'PAUSED']).optional(),
       allowReentry: z.boolean().optional(),
+      ifUpdatedAt: z
+        .string()
+        .max(64)
+        .optional()
+        .describe('The `updatedAt` the change was made against: when the automation changed since, the answer is 409 and nothing changes'),
     }),
     response: automationSchema,
     handler: ({ deps, auth, params, body }) => service.updateAutomation(deps, auth, { ...params, ...body }),

@@ -8,7 +8,7 @@ import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import { contactEvent, reportRuns, runsEnded } from '../events/automations.js';
 import { runData } from '../events/payloads.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { fieldPath, validationError } from '../validation.js';
 import { assertBookInScope, assertTeamWide, type Caller } from './caller.js';
@@ -21,7 +21,7 @@ export const PAGE_SIZE = 30;
 const TEAM_WIDE = 'automations serve a contact book of the whole team, so only a key for the whole team may reach them';
 
 export type CreateAutomationInput = { name: string; trigger: Trigger; steps: StepInput[]; status?: 'DRAFT' | 'ACTIVE'; allowReentry?: boolean };
-export type UpdateAutomationInput = { name?: string; steps?: StepInput[]; status?: 'ACTIVE' | 'PAUSED'; allowReentry?: boolean };
+export type UpdateAutomationInput = { name?: string; steps?: StepInput[]; status?: 'ACTIVE' | 'PAUSED'; allowReentry?: boolean; ifUpdatedAt?: string };
 
 function toAutomation(row: AutomationRow) {
   return {
@@ -116,7 +116,8 @@ export async function getAutomation(deps: AutomationDeps, caller: Caller, { auto
 }
 
 /**
- * Renames it, changes its steps, activates, pauses or resumes it. New steps keep the runs at every
+ * Renames it, changes its steps, activates, pauses or resumes it, unless it changed since
+ * `ifUpdatedAt` (409). New steps keep the runs at every
  * step whose id they keep; a run at a step they drop goes on to the first step after it (in the
  * steps it was walking) that they keep, or completes. All in one transaction, which waits for a
  * runner's batch of its runs to commit.
@@ -124,6 +125,10 @@ export async function getAutomation(deps: AutomationDeps, caller: Caller, { auto
 export async function updateAutomation(deps: AutomationDeps, caller: Caller, { automationId, ...changes }: { automationId: string } & UpdateAutomationInput) {
   const row = await deps.db.transaction().execute(async (tx) => {
     const current = await requireAutomation(tx, caller, automationId, true);
+    // Checked under the row's lock: a change made against what another change replaced is refused whole.
+    if (changes.ifUpdatedAt !== undefined && changes.ifUpdatedAt !== current.updated_at.toISOString()) {
+      throw conflict(`Automation ${automationId} changed at ${current.updated_at.toISOString()}, after ifUpdatedAt: read it again and make the change again`);
+    }
     const now = new Date();
     const set: Partial<definitions.AutomationWrite> = {};
     if (changes.name !== undefined) set.name = changes.name;

@@ -260,10 +260,14 @@ const problemList = (errors: readonly ErrorDetail[]) => html`<ul>${errors.map((e
 /** A change to refuse: the page was loaded before the steps last changed, so its edit would undo that one. */
 const STALE = 'the automation changed since this page was loaded: here it is as it is now, to make the change again';
 
-/** PATCHes the steps, unless they changed since the form was loaded. */
+/** PATCHes the steps, unless they changed since the form was loaded (the service refuses it: 409). */
 async function saveSteps(c: C, deps: AppDeps, automation: Automation, version: string | undefined, steps: StepInput[]) {
-  if (version !== automation.updatedAt) throw new ApiError('CONFLICT', STALE);
-  return callApi<Automation>(c, deps, 'patch', ROUTE, { params: { automationId: automation.id }, body: { steps } });
+  try {
+    return await callApi<Automation>(c, deps, 'patch', ROUTE, { params: { automationId: automation.id }, body: { steps, ifUpdatedAt: version ?? '' } });
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'CONFLICT') throw new ApiError('CONFLICT', STALE);
+    throw error;
+  }
 }
 
 /** A refusal of the steps' change to show: the service's details, or the conflict; anything else is thrown on. */
