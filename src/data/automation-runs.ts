@@ -192,7 +192,7 @@ export async function exitRuns(tx: Db, scope: RunScope, reason: string, now: Dat
       FROM automations a
       WHERE a.team_id = r.team_id AND a.id = r.automation_id
         AND ${inScope} AND r.status = 'ACTIVE'
-      RETURNING ${CHANGE_COLUMNS}
+      RETURNING r.team_id, r.id, r.automation_id, r.step_id
     ), counted AS (
       ${countsUpsert(sql`SELECT team_id, automation_id, step_id, 0 AS completed, count(*) AS exited FROM ended WHERE step_id IS NOT NULL GROUP BY 1, 2, 3`)}
     )

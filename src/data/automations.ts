@@ -65,14 +65,14 @@ export async function automationUsingTemplate(db: Db, teamId: number, templateId
   return rows[0];
 }
 
-/** Per step: runs that came to it, went past it, ended at it, and (live) wait at it now. */
-export type StepCounts = { step_id: string; entered: number; completed: number; exited: number; waiting: number };
+/** Per step: runs that went past it, ended at it, and (live) wait at it now. */
+export type StepCounts = { step_id: string; completed: number; exited: number; waiting: number };
 
 export async function stepCounts(db: Db, teamId: number, automationId: string): Promise<StepCounts[]> {
   const { rows } = await sql<StepCounts>`
-    SELECT coalesce(k.step_id, w.step_id) AS step_id, coalesce(k.entered, 0)::int AS entered, coalesce(k.completed, 0)::int AS completed,
+    SELECT coalesce(k.step_id, w.step_id) AS step_id, coalesce(k.completed, 0)::int AS completed,
       coalesce(k.exited, 0)::int AS exited, coalesce(w.waiting, 0)::int AS waiting
-    FROM (SELECT step_id, entered, completed, exited FROM automation_step_counts WHERE team_id = ${teamId} AND automation_id = ${automationId}) k
+    FROM (SELECT step_id, completed, exited FROM automation_step_counts WHERE team_id = ${teamId} AND automation_id = ${automationId}) k
     FULL JOIN (
       SELECT step_id, count(*) AS waiting FROM automation_runs
       WHERE team_id = ${teamId} AND automation_id = ${automationId} AND status = 'ACTIVE' GROUP BY step_id

@@ -428,7 +428,6 @@ export interface AutomationStepCountsTable {
   team_id: number;
   automation_id: string;
   step_id: string;
-  entered: ColumnType<string, number | undefined, never>;
   completed: ColumnType<string, number | undefined, never>;
   exited: ColumnType<string, number | undefined, never>;
 }

@@ -1,4 +1,4 @@
-import { completeSteps, movedSteps, planOf, templateIdsOf, walkSteps, type Problem, type Step, type StepInput, type Trigger } from '../audience/automation-steps.js';
+import { completeSteps, movedSteps, planOf, templateIdsOf, walkSteps, type Step, type StepInput, type Trigger } from '../audience/automation-steps.js';
 import * as runs from '../data/automation-runs.js';
 import * as definitions from '../data/automations.js';
 import type { AutomationRow, AutomationStatus } from '../data/automations.js';
@@ -8,7 +8,7 @@ import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import { contactEvent, reportRuns, runsEnded } from '../events/automations.js';
 import { runData } from '../events/payloads.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import { fieldPath, validationError } from '../validation.js';
 import { assertBookInScope, assertTeamWide, type Caller } from './caller.js';
@@ -64,19 +64,19 @@ async function requireAutomation(db: Db, caller: Caller, automationId: string, f
  */
 async function checkedSteps(db: Db, deps: AutomationDeps, caller: Caller, input: StepInput[]): Promise<Step[]> {
   const { steps, problems } = completeSteps(input, () => newId(10));
-  const issues: Problem[] = [...problems];
-  const sends = [...walkSteps(steps)].filter(({ step }) => step.type === 'send') as { step: Extract<Step, { type: 'send' }>; path: (string | number)[] }[];
+  const issues: ErrorDetail[] = problems.map((problem) => ({ path: fieldPath(problem.path), message: problem.message }));
   const templates = new Set((await findTemplates(db, caller.teamId, templateIdsOf(steps))).map((row) => row.id));
-  for (const { step, path } of sends) {
-    if (!templates.has(step.templateId)) issues.push({ path: [...path, 'templateId'], message: `no template ${step.templateId} in this team` });
+  for (const { step, path } of walkSteps(steps)) {
+    if (step.type !== 'send') continue;
+    if (!templates.has(step.templateId)) issues.push({ path: fieldPath([...path, 'templateId']), message: `no template ${step.templateId} in this team` });
     try {
       await assertVerifiedSender({ ...deps, db }, caller.teamId, step.from, fieldPath([...path, 'from']));
     } catch (error) {
       if (!(error instanceof ApiError) || !error.details) throw error;
-      issues.push(...error.details.map((detail) => ({ path: [detail.path], message: detail.message })));
+      issues.push(...error.details);
     }
   }
-  if (issues.length > 0) throw validationError(issues.map((issue) => ({ path: fieldPath(issue.path), message: issue.message })));
+  if (issues.length > 0) throw validationError(issues);
   return steps;
 }
 

@@ -53,12 +53,12 @@ CREATE INDEX automation_runs_due ON automation_runs (next_at) WHERE status = 'AC
 CREATE INDEX automation_runs_contact ON automation_runs (team_id, contact_book_id, contact_id);
 CREATE INDEX automation_runs_listing ON automation_runs (team_id, automation_id, started_at DESC, id DESC);
 
--- Per step: runs that came to it, went past it, and ended at it (those waiting are counted live).
+-- Per step: runs that went past it, and ended at it. Those at it now are counted live; those that
+-- came to it are the three together.
 CREATE TABLE automation_step_counts (
   team_id integer NOT NULL,
   automation_id text NOT NULL,
   step_id text NOT NULL,
-  entered bigint NOT NULL DEFAULT 0,
   completed bigint NOT NULL DEFAULT 0,
   exited bigint NOT NULL DEFAULT 0,
   PRIMARY KEY (team_id, automation_id, step_id),
