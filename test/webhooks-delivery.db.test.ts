@@ -257,11 +257,14 @@ describe('every event type reaches the webhooks subscribed to it, and only those
     expect(delivered.data).toMatchObject({ id: emailId, status: 'SCHEDULED', domainId: passing.id, subject: 'Later' });
     const logged = async () => (await callLog(h)).find((call) => call.id === delivered.id);
     expect((await logged()).payload.data).toEqual(delivered.data);
+    // Its attempt is recorded a moment after the receiver answered; until then the call is PENDING,
+    // and a retry of a PENDING call changes nothing (the attempt in flight is its delivery).
+    await waitForCall(h, delivered.id, 'DELIVERED', (call) => call.status === 'DELIVERED');
 
     // Deleting the domain takes it off the email (domain_id is null now): the event's call keeps it.
     await ok('DELETE', `/v1/domains/${passing.id}`);
     expect((await logged()).payload.data).toEqual(delivered.data);
-    await ok('POST', `/v1/webhooks/${h.id}/calls/${delivered.id}/retry`);
+    expect(await ok('POST', `/v1/webhooks/${h.id}/calls/${delivered.id}/retry`)).toMatchObject({ id: delivered.id, status: 'PENDING', attempt: 1 });
     const retried = await h.receiver!.waitFor('the retried call', (received) => received.filter((r) => r.json?.id === delivered.id).length === 2);
     expect(retried.filter((r) => r.json?.id === delivered.id)[1]!.json.data).toEqual(delivered.data);
   });
