@@ -18,6 +18,7 @@ const LAYERS: string[][] = [
   ['feedback'],
   ['inbound'],
   ['services'],
+  ['people'],
   ['automations'],
   ['campaigns'],
   ['sending'],

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { inviteUser } from '../src/services/users.js';
+import { inviteUser } from '../src/people/team.js';
 import { acceptInvite, launchBrowser, PASSWORD, screenshot, signedIn } from './helpers/browser.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../src/services/passwords.js';
-import { acceptInvite, inviteUser } from '../src/services/users.js';
+import { hashPassword } from '../src/people/passwords.js';
+import { acceptInvite, inviteUser } from '../src/people/team.js';
 import { PASSWORD } from './helpers/browser.js';
 import { requestFrom, requestUnfinished, type AddressedResponse } from './helpers/client-address.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

@@ -6,7 +6,8 @@ import { KeyVault, KeyVaultError } from '../domains/key-vault.js';
 import { reencryptKeys } from '../domains/stored-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
 import { createTeam, setTeamRateLimit } from '../services/teams.js';
-import { inviteUser, listUsers, removeUser } from '../services/users.js';
+import { ROLES, type Role } from '../people/caller.js';
+import { inviteUser, listUsers, removeUser } from '../people/team.js';
 import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
 import { CliError, usageError } from './failure.js';
@@ -121,10 +122,11 @@ const commands = [
   }),
   command({
     name: 'user invite',
-    usage: '--team TEAM_ID --email ADDRESS',
-    summary: 'Invite a person to the dashboard: the link (good once, for 7 days) lets them choose a password. Inviting again sends a fresh link.',
-    flags: z.object({ team: id, email: z.string().max(254) }),
-    run: ({ db, publicUrl }, flags) => inviteUser({ db }, { teamId: flags.team, email: flags.email, publicUrl }),
+    usage: '--team TEAM_ID --email ADDRESS [--role owner|admin|member|viewer]',
+    summary:
+      "Invite a person to the dashboard: the link (good once, for 7 days) lets them choose a password. Inviting again sends a fresh link. --role: owner for the team's first person, member after, unless given.",
+    flags: z.object({ team: id, email: z.string().max(254), role: z.enum(ROLES as [Role, ...Role[]]).optional() }),
+    run: ({ db, publicUrl }, flags) => inviteUser({ db }, { teamId: flags.team, email: flags.email, role: flags.role, publicUrl }),
   }),
   command({
     name: 'user list',

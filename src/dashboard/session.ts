@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Deps } from '../deps.js';
 import { ApiError } from '../errors.js';
-import { sessionUser, type NewSession, type SessionUser } from '../services/users.js';
+import { sessionUser, type NewSession, type SessionUser } from '../people/sessions.js';
 
 export type DashboardEnv = { Variables: { user: SessionUser; sessionToken: string; requestId: string } };
 type SessionDeps = Pick<Deps, 'db' | 'config'>;

@@ -35,6 +35,8 @@ export async function findActiveKeyByHash(db: Db, tokenHash: string) {
     .select([
       'api_keys.id',
       'api_keys.team_id',
+      'api_keys.name',
+      'api_keys.token_hint',
       'api_keys.permission',
       'api_keys.domain_id',
       'teams.rate_limit_per_second',

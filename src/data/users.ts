@@ -1,14 +1,15 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/connection.js';
+import type { Role } from '../db/schema.js';
 
 /** The columns a person is shown with: never a hash. */
-const USER_COLUMNS = ['users.id', 'users.team_id', 'users.email', 'users.created_at', 'users.invite_expires_at'] as const;
+const USER_COLUMNS = ['users.id', 'users.team_id', 'users.email', 'users.role', 'users.created_at', 'users.invite_expires_at'] as const;
 const hasPassword = sql<boolean>`users.password_hash IS NOT NULL`.as('active');
 
-export async function insertInvitedUser(db: Db, user: { id: string; teamId: number; email: string; inviteTokenHash: string; inviteExpiresAt: Date }) {
+export async function insertInvitedUser(db: Db, user: { id: string; teamId: number; email: string; role: Role; inviteTokenHash: string; inviteExpiresAt: Date }) {
   return db
     .insertInto('users')
-    .values({ id: user.id, team_id: user.teamId, email: user.email, invite_token_hash: user.inviteTokenHash, invite_expires_at: user.inviteExpiresAt })
+    .values({ id: user.id, team_id: user.teamId, email: user.email, role: user.role, invite_token_hash: user.inviteTokenHash, invite_expires_at: user.inviteExpiresAt })
     .onConflict((oc) => oc.expression(sql`lower(email)`).doNothing())
     .returning(USER_COLUMNS)
     .executeTakeFirst();
@@ -77,7 +78,7 @@ export async function findSessionUser(db: Db, tokenHash: string, now: Date) {
   return db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['users.id', 'users.team_id', 'users.email', 'sessions.expires_at'])
+    .select(['users.id', 'users.team_id', 'users.email', 'users.role', 'sessions.expires_at'])
     .where('sessions.token_hash', '=', tokenHash)
     .where('sessions.expires_at', '>', now)
     .executeTakeFirst();

@@ -7,6 +7,10 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string | undefined, string>;
 
 export type Permission = 'full' | 'sending';
+/** A person's role in their team, most rights first (src/people/roles.ts says what each may do). */
+export type Role = 'owner' | 'admin' | 'member' | 'viewer';
+/** Who made a change the audit log records. */
+export type ActorType = 'user' | 'apiKey' | 'cli';
 export type DomainStatus = 'NOT_STARTED' | 'PENDING' | 'SUCCESS' | 'FAILED' | 'TEMPORARY_FAILURE';
 export type UnsubscribeReason = 'UNSUBSCRIBED' | 'BOUNCED' | 'COMPLAINED';
 
@@ -374,11 +378,25 @@ export interface UsersTable {
   id: string;
   team_id: number;
   email: string;
+  role: Role;
   password_hash: string | null;
   invite_token_hash: string | null;
   invite_expires_at: Date | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+export interface AuditLogTable {
+  team_id: number;
+  id: string;
+  at: Date;
+  actor_type: ActorType;
+  actor_id: string;
+  actor_label: string;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  ip: string | null;
 }
 
 export interface SessionsTable {
@@ -451,6 +469,7 @@ export interface Database {
   webhook_calls: WebhookCallsTable;
   users: UsersTable;
   sessions: SessionsTable;
+  audit_log: AuditLogTable;
   domain_warmup_days: DomainWarmupDaysTable;
   delivery_stats: DeliveryStatsTable;
   destination_states: DestinationStatesTable;

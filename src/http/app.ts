@@ -4,6 +4,7 @@ import { accepts } from 'hono/accepts';
 import { bodyLimit } from 'hono/body-limit';
 import { ApiError } from '../errors.js';
 import { authMiddleware, type AuthContext } from './auth.js';
+import { authorize } from './authorize.js';
 import type { AppDeps } from './deps.js';
 import { docsRoutes } from './docs.js';
 import { healthRoute } from './health.js';
@@ -155,9 +156,7 @@ export function createApp(deps: AppDeps, parts: AppParts) {
 
 async function handle(c: Context<Env>, route: RouteDef, deps: AppDeps) {
   const auth = c.get('auth');
-  if ((route.permission ?? 'full') === 'full' && auth.permission !== 'full') {
-    throw new ApiError('FORBIDDEN', 'This API key may only send email; this call needs a key with full permission');
-  }
+  authorize(auth, route);
   const params = route.params ? parseInput(route.params, c.req.param()) : undefined;
   const query = route.query ? parseInput(route.query, c.req.query()) : undefined;
   // A call that takes no body still refuses one that is not JSON, as every other call does; a

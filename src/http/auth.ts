@@ -47,7 +47,7 @@ export function authMiddleware(deps: AppDeps): MiddlewareHandler<{ Variables: { 
   return async (c, next) => {
     const client = throttle.admit(c);
     const match = BEARER.exec(c.req.header('authorization')?.trim() ?? '');
-    const auth = match ? await authenticate(deps, match[1]!) : null;
+    const auth = match ? await authenticate(deps, match[1]!, client) : null;
     if (!auth) {
       throttle.failed(client);
       throw new ApiError('UNAUTHORIZED', match ? 'Invalid API key' : 'Missing or malformed Authorization header: expected "Bearer <api key>"');

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { Permission } from '../db/schema.js';
+import type { Access, Area } from '../people/roles.js';
 import type { AppDeps } from './deps.js';
 import type { AuthContext } from './auth.js';
 
@@ -36,6 +37,10 @@ export type RouteDef<
   description?: string;
   /** The least key permission that may call it; `full` unless said otherwise. */
   permission?: Permission;
+  /** What a person's role must allow (people/roles.ts): the area of its tag (authorize.ts) unless said otherwise. */
+  area?: Area;
+  /** Reading unless the call changes something; a read that reveals a secret says `change`. */
+  access?: Access;
   /** Errors in the interface description's older shape, `{ "error": "<message>", "code" }` (contact-book PATCH and DELETE). */
   legacyErrors?: true;
   /** The status of a success: 200 unless the request is taken to be acted on later (202). */

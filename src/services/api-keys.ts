@@ -10,6 +10,7 @@ import { newId } from '../ids.js';
 import { parseOrThrow } from '../validation.js';
 import { assertTeamWide, type Caller } from './caller.js';
 import { recentReads } from './recent-reads.js';
+import { assertAllowed } from '../people/roles.js';
 
 /** The caller a key stands for, with what the HTTP layer enforces: its permission and rate limit. */
 export type AuthContext = Caller & {
@@ -57,7 +58,8 @@ export async function createApiKey(
 // that revokes a key or changes what it carries).
 export const newRecentKeys = (): Deps['recentKeys'] => recentReads((row) => row !== undefined);
 
-export async function authenticate({ db, recentKeys }: KeyReadDeps, token: string): Promise<AuthContext | null> {
+/** The key behind a token, for a client at `ip` (named with the key in the audit log). */
+export async function authenticate({ db, recentKeys }: KeyReadDeps, token: string, ip: string | null): Promise<AuthContext | null> {
   if (!token.startsWith(TOKEN_PREFIX)) return null;
   const tokenHash = hashToken(token);
   const row = await recentKeys.get(tokenHash, () => keys.findActiveKeyByHash(db, tokenHash));
@@ -68,10 +70,13 @@ export async function authenticate({ db, recentKeys }: KeyReadDeps, token: strin
     permission: row.permission,
     domainId: row.domain_id,
     rateLimitPerSecond: row.rate_limit_per_second,
+    actor: { type: 'apiKey', id: row.id, label: row.name ?? `key ${row.token_hint}`, ip },
   };
 }
 
-export async function listApiKeys({ db }: KeyDeps, { teamId }: { teamId: number }) {
+export async function listApiKeys({ db }: KeyDeps, caller: Pick<Caller, 'teamId' | 'role'>) {
+  assertAllowed(caller, 'keys', 'read');
+  const { teamId } = caller;
   if (!(await findTeam(db, teamId))) throw notFound(`Team ${teamId}`);
   const rows = await keys.listApiKeys(db, teamId);
   return rows.map((row) => ({
@@ -95,6 +100,7 @@ const teamKeySchema = z.object({
 /** A key made by a person of the team (the dashboard): named, and scoped only to a domain of that team. */
 export async function createTeamApiKey({ db }: KeyDeps, caller: Caller, input: { name: string; permission: string; domainId: number | null }) {
   assertTeamWide(caller, 'only the whole team may create API keys');
+  assertAllowed(caller, 'keys', 'change');
   const key = parseOrThrow(teamKeySchema, input);
   if (key.domainId !== null && !(await findDomainSummary(db, caller.teamId, { id: key.domainId }))) {
     throw invalid('domainId', 'is not a domain of this team');
@@ -118,5 +124,6 @@ export const revokeApiKey = (deps: OperatorKeyDeps, { id }: { id: string }) => r
 /** A person's revoke: a key of another team answers exactly like a missing one. */
 export async function revokeTeamApiKey(deps: KeyReadDeps, caller: Caller, { id }: { id: string }) {
   assertTeamWide(caller, 'only the whole team may revoke API keys');
+  assertAllowed(caller, 'keys', 'change');
   return revoke(deps, id, caller.teamId);
 }

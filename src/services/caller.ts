@@ -2,12 +2,12 @@ import type { Db } from '../db/connection.js';
 import { findDomainSummary } from '../data/domains.js';
 import { ApiError } from '../errors.js';
 import { addressOf, domainOf } from '../mail/address.js';
+import type { Caller } from '../people/caller.js';
 
-/**
- * Who asks: a team, through a key that may be scoped to one of its domains. Every service of a
- * team's resources takes it, and the checks below are the only places a scope is enforced.
- */
-export type Caller = { teamId: number; domainId: number | null };
+export type { Caller };
+
+// The checks below are the only places a key's domain scope is enforced (a person's role:
+// people/roles.ts).
 
 /** Refuses a key scoped to a domain for anything of another domain (or of none). */
 export function assertDomainInScope(caller: Caller, domainId: number | null, action: string): void {

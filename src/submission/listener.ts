@@ -98,7 +98,7 @@ export async function startSubmissionListener(
     onAuth(auth: SMTPServerAuthentication, session, callback) {
       const refused = refusedFor(session.remoteAddress);
       if (refused) return callback(refused);
-      authenticate(deps, auth.password ?? '').then(
+      authenticate(deps, auth.password ?? '', session.remoteAddress ?? null).then(
         (caller) => {
           if (caller) return callback(null, { user: caller });
           const delay = throttle.fail(clientKeys(session.remoteAddress).client);

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { inviteUser } from '../../src/services/users.js';
+import { inviteUser } from '../../src/people/team.js';
 import { startTestServer, type TestServer } from './server.js';
 
 /** Debian's chromium, which .ci/run installs when it is missing. */

@@ -1,35 +1,24 @@
-import { hash, randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import type { Role } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import * as users from '../data/users.js';
 import { findTeam } from '../data/teams.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseOrThrow } from '../validation.js';
-import { isCommonPassword } from './common-passwords.js';
-import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
+import { emailSchema, hashToken, newToken, passwordSchema } from './credentials.js';
+import { hashPassword } from './passwords.js';
+import { startSession, type NewSession } from './sessions.js';
 
 type UserDeps = Pick<Deps, 'db'>;
 
 export const INVITE_TTL_MS = 7 * 86_400_000;
-export const SESSION_TTL_MS = 14 * 86_400_000;
 export const INVITE_PATH = '/invite';
 
-// Invite and session tokens carry 256 random bits: a fast hash is enough to keep them unreadable at rest.
-const hashToken = (token: string) => hash('sha256', token, 'base64url');
-const newToken = () => randomBytes(32).toString('base64url');
-
-export const emailSchema = z.string().trim().toLowerCase().pipe(z.email().max(254));
-export const passwordSchema = z
-  .string()
-  .min(10, 'must be at least 10 characters')
-  .max(200, 'must be at most 200 characters')
-  .refine((password) => !isCommonPassword(password), 'is one of the most common passwords, which are guessed first; choose another');
-
-const view = (row: { id: string; team_id: number; email: string; created_at: Date; active?: boolean }) => ({
+const view = (row: { id: string; team_id: number; email: string; role: Role; created_at: Date; active?: boolean }) => ({
   userId: row.id,
   teamId: row.team_id,
   email: row.email,
+  role: row.role,
   ...(row.active === undefined ? {} : { status: row.active ? ('active' as const) : ('invited' as const) }),
   createdAt: row.created_at.toISOString(),
 });
@@ -38,12 +27,14 @@ const view = (row: { id: string; team_id: number; email: string; created_at: Dat
  * Invites a person into a team: a link to choose a password, good once, for 7 days. Inviting
  * someone who has not chosen a password yet sends a fresh link (the old one stops working).
  */
-export async function inviteUser({ db }: UserDeps, input: { teamId: number; email: string; publicUrl: string }) {
+export async function inviteUser({ db }: UserDeps, input: { teamId: number; email: string; role?: Role; publicUrl: string }) {
   const email = parseOrThrow(emailSchema, input.email, 'email');
   if (!(await findTeam(db, input.teamId))) throw notFound(`Team ${input.teamId}`);
   const token = newToken();
   const expiresAt = new Date(Date.now() + INVITE_TTL_MS);
-  let row = await users.insertInvitedUser(db, { id: `usr_${newId(16)}`, teamId: input.teamId, email, inviteTokenHash: hashToken(token), inviteExpiresAt: expiresAt });
+  // A team's first person runs it; later ones start as members unless said otherwise.
+  const role = input.role ?? ((await users.listTeamUsers(db, input.teamId)).length === 0 ? 'owner' : 'member');
+  let row = await users.insertInvitedUser(db, { id: `usr_${newId(16)}`, teamId: input.teamId, email, role, inviteTokenHash: hashToken(token), inviteExpiresAt: expiresAt });
   if (!row) {
     const existing = await users.findUserByEmail(db, email);
     if (!existing || existing.team_id !== input.teamId) throw conflict(`${email} already belongs to a user of another team`);
@@ -65,17 +56,6 @@ export async function removeUser({ db }: UserDeps, input: { teamId: number; user
   return { userId: input.userId, removed: true };
 }
 
-/** A signed-in person: who they are and which team they act for. */
-export type SessionUser = { userId: string; teamId: number; email: string };
-export type NewSession = { token: string; expiresAt: Date; user: SessionUser };
-
-async function startSession(db: UserDeps['db'], user: { id: string; team_id: number; email: string }): Promise<NewSession> {
-  const token = newToken();
-  const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
-  await users.insertSession(db, { tokenHash: hashToken(token), userId: user.id, expiresAt });
-  return { token, expiresAt, user: { userId: user.id, teamId: user.team_id, email: user.email } };
-}
-
 /** The invite behind a link, for the page that asks for a password; NOT_FOUND when spent or expired. */
 export async function findInvite({ db }: UserDeps, token: string) {
   const row = await users.findInvite(db, hashToken(token), new Date());
@@ -92,19 +72,3 @@ export async function acceptInvite({ db }: UserDeps, input: { token: string; pas
   return startSession(db, row);
 }
 
-/** Checks an address and password; the same answer whether the address or the password is wrong. */
-export async function signIn({ db }: UserDeps, input: { email: string; password: string }): Promise<NewSession> {
-  const user = await users.findUserByEmail(db, input.email.trim());
-  const matches = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash()));
-  if (!user?.password_hash || !matches) throw new ApiError('UNAUTHORIZED', 'Wrong email address or password');
-  return startSession(db, user);
-}
-
-export async function sessionUser({ db }: UserDeps, token: string): Promise<SessionUser | null> {
-  const row = await users.findSessionUser(db, hashToken(token), new Date());
-  return row ? { userId: row.id, teamId: row.team_id, email: row.email } : null;
-}
-
-export async function signOut({ db }: UserDeps, token: string): Promise<void> {
-  await users.deleteSession(db, hashToken(token));
-}
