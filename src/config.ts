@@ -133,6 +133,11 @@ const envSchema = z.object({
     .optional(),
   DNS_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(3000),
   RETURN_PATH_SUBDOMAIN: hostName.default('mail'),
+  SYSTEM_FROM: z
+    .string()
+    .trim()
+    .regex(/^([^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/, 'must be an address, optionally with a name: "Mailroom <no-reply@example.com>"')
+    .optional(),
   INBOUND_MX_HOST: hostName.optional(),
   SPF_INCLUDE: hostName.optional(),
   INBOUND_SMTP_PORT: port(2525),
@@ -196,6 +201,7 @@ const envSchema = z.object({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(3_600_000).default(1000),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   RETENTION_INTERVAL_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(3_600_000),
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),
   SMTP_SUBMISSION_PORT: port(2587),
   SMTP_SUBMISSION_TLS_PORT: port(2465),
   SMTP_SUBMISSION_HOST: z.string().min(1).optional(),
@@ -229,6 +235,8 @@ export type Config = {
   dnsServers: string[];
   dnsTimeoutMs: number;
   returnPathSubdomain: string;
+  /** The sender of the mail Mailroom sends to people of a team (invites, password resets); null: their links are only shown. */
+  systemFrom: string | null;
   inboundMxHost: string;
   spfInclude: string;
   /** The bounce and feedback listener; null: not started. 0 (only set by code) takes a free port. */
@@ -304,6 +312,8 @@ export type Config = {
   retentionDays: number;
   /** How often a worker runs retention. */
   retentionIntervalMs: number;
+  /** The audit log keeps a change this many days. */
+  auditRetentionDays: number;
   /** The SMTP submission listeners (STARTTLS, implicit TLS); null: not started. 0 (only set by code) takes a free port. */
   submissionPort: number | null;
   submissionTlsPort: number | null;
@@ -352,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: e.DNS_SERVERS ?? [],
     dnsTimeoutMs: e.DNS_TIMEOUT_MS,
     returnPathSubdomain: e.RETURN_PATH_SUBDOMAIN,
+    systemFrom: e.SYSTEM_FROM ?? null,
     inboundMxHost,
     // The conventional place for a sender's SPF policy (like _spf.google.com): the operator lists
     // the outbound IPs there once, and every customer domain includes it.
@@ -403,6 +414,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookPollMs: e.WEBHOOK_POLL_MS,
     retentionDays: e.RETENTION_DAYS,
     retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+    auditRetentionDays: e.AUDIT_RETENTION_DAYS,
     submissionPort: e.SMTP_SUBMISSION_PORT === 0 ? null : e.SMTP_SUBMISSION_PORT,
     submissionTlsPort: e.SMTP_SUBMISSION_TLS_PORT === 0 ? null : e.SMTP_SUBMISSION_TLS_PORT,
     submissionHost: e.SMTP_SUBMISSION_HOST ?? e.HOST,

@@ -62,7 +62,7 @@ export function databaseSourceFor(config: Config): DatabaseSource {
  */
 async function openServiceDatabase(
   source: DatabaseSource,
-  commands: Pick<Extract<CommandTarget, { runner: 'server' }>, 'publicUrl' | 'recentKeys'>,
+  commands: Pick<Extract<CommandTarget, { runner: 'server' }>, 'publicUrl' | 'recentKeys' | 'secret'>,
   log: Logger,
 ): Promise<DatabaseHandle> {
   if (!('dataDir' in source)) return openMigratedDatabase(source, log);
@@ -141,7 +141,7 @@ export async function startMailroom(
     await makeDataDirPrivate(config.dataDir, log);
     // Made before the database opens: a key the CLI revokes through the control socket is forgotten here at once.
     const recentKeys = newRecentKeys();
-    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), { publicUrl: config.publicUrl, recentKeys }, log));
+    const database = (parts.database = await openServiceDatabase(options.database ?? databaseSourceFor(config), { publicUrl: config.publicUrl, recentKeys, secret: () => loadSecret(config.secret, config.dataDir) }, log));
     const secret = await loadSecret(config.secret, config.dataDir);
     const tokens = new RecipientTokens(secret);
     const keyVault = new KeyVault(secret);

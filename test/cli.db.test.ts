@@ -66,28 +66,45 @@ describe('the CLI manages teams and keys of the running service', () => {
     expect(after[1].revokedAt).toBe(revoked.revokedAt);
   });
 
-  it('user invite gives a link to choose a password; user list shows the person; user remove ends their session', async () => {
+  it('user invite gives a link to choose a password; user list shows the person and role; set-role down and remove end their sessions; the last owner stays one', async () => {
     const team = await cli(['team', 'create', '--name', 'People'], env);
-    const invited = await cli(['user', 'invite', '--team', String(team.teamId), '--email', 'Ada.Lovelace@Example.test'], env);
-    expect(invited).toMatchObject({ userId: expect.stringMatching(/^usr_/), teamId: team.teamId, email: 'ada.lovelace@example.test', inviteUrl: expect.stringMatching(/\/invite\/[\w-]{43}$/) });
-    expect((await cli(['user', 'list', '--team', String(team.teamId)], env))[0]).toMatchObject({ userId: invited.userId, status: 'invited' });
+    const teamFlag = ['--team', String(team.teamId)];
+    const invited = await cli(['user', 'invite', ...teamFlag, '--email', 'Ada.Lovelace@Example.test'], env);
+    expect(invited).toMatchObject({ userId: expect.stringMatching(/^usr_/), teamId: team.teamId, email: 'ada.lovelace@example.test', role: 'owner', inviteUrl: expect.stringMatching(/\/invite\/[\w-]+\.[\w-]{43}$/) });
+    expect((await cli(['user', 'list', ...teamFlag], env))[0]).toMatchObject({ userId: invited.userId, role: 'owner', status: 'invited' });
 
-    const invitePath = new URL(invited.inviteUrl).pathname;
-    const chosen = await fetch(server.url + invitePath, {
-      method: 'POST',
-      body: new URLSearchParams({ password: 'a long enough password', confirm: 'a long enough password' }),
-      redirect: 'manual',
-    });
-    expect(chosen.status).toBe(303);
-    const cookie = chosen.headers.get('set-cookie')!.split(';')[0]!;
-    expect(cookie).toMatch(/^mailroom_session=/);
-    expect((await fetch(server.url + '/', { headers: { cookie }, redirect: 'manual' })).status).toBe(200);
+    const password = 'a long enough password';
+    const sessionOf = (answer: Response) => {
+      expect(answer.status).toBe(303);
+      const cookie = answer.headers.get('set-cookie')!.split(';')[0]!;
+      expect(cookie).toMatch(/^mailroom_session=/);
+      return cookie;
+    };
+    const accept = (inviteUrl: string) =>
+      fetch(server.url + new URL(inviteUrl).pathname, { method: 'POST', body: new URLSearchParams({ password, confirm: password }), redirect: 'manual' }).then(sessionOf);
+    const signIn = (email: string) => fetch(`${server.url}/login`, { method: 'POST', body: new URLSearchParams({ email, password }), redirect: 'manual' }).then(sessionOf);
+    const signedIn = async (cookie: string) => (await fetch(server.url + '/', { headers: { cookie }, redirect: 'manual' })).status === 200;
 
-    const listed = await runCli(['user', 'list', '--team', String(team.teamId)], env);
-    expect(listed.json).toEqual([{ userId: invited.userId, teamId: team.teamId, email: 'ada.lovelace@example.test', status: 'active', createdAt: expect.any(String) }]);
-    expect(await cli(['user', 'remove', '--team', String(team.teamId), '--user', invited.userId], env)).toEqual({ userId: invited.userId, removed: true });
-    expect((await fetch(server.url + '/', { headers: { cookie }, redirect: 'manual' })).status).toBe(303);
-    await expect(cli(['user', 'remove', '--team', String(team.teamId), '--user', invited.userId], env)).rejects.toThrow(/NOT_FOUND/);
+    const adaFirst = await accept(invited.inviteUrl);
+    expect(await signedIn(adaFirst)).toBe(true);
+    const listed = await runCli(['user', 'list', ...teamFlag], env);
+    expect(listed.json).toEqual([{ userId: invited.userId, teamId: team.teamId, email: 'ada.lovelace@example.test', role: 'owner', status: 'active', createdAt: expect.any(String) }]);
+
+    // The team's only owner who can sign in is neither moved down nor removed, even by the operator.
+    await expect(cli(['user', 'set-role', ...teamFlag, '--user', invited.userId, '--role', 'admin'], env)).rejects.toThrow(/CONFLICT/);
+    await expect(cli(['user', 'remove', ...teamFlag, '--user', invited.userId], env)).rejects.toThrow(/CONFLICT/);
+    expect(await signedIn(adaFirst)).toBe(true);
+
+    const grace = await cli(['user', 'invite', ...teamFlag, '--email', 'grace@example.test', '--role', 'owner'], env);
+    await accept(grace.inviteUrl);
+    expect(await cli(['user', 'set-role', ...teamFlag, '--user', invited.userId, '--role', 'member'], env)).toMatchObject({ userId: invited.userId, role: 'member', previousRole: 'owner' });
+    expect(await signedIn(adaFirst)).toBe(false);
+
+    const adaAgain = await signIn('ada.lovelace@example.test');
+    expect(await signedIn(adaAgain)).toBe(true);
+    expect(await cli(['user', 'remove', ...teamFlag, '--user', invited.userId], env)).toEqual({ userId: invited.userId, email: 'ada.lovelace@example.test', removed: true });
+    expect(await signedIn(adaAgain)).toBe(false);
+    await expect(cli(['user', 'remove', ...teamFlag, '--user', invited.userId], env)).rejects.toThrow(/NOT_FOUND/);
   });
 
   it('a sending-permission key may not manage contact books', async () => {

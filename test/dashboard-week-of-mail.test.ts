@@ -80,8 +80,8 @@ async function cardsUnder(page: Page, heading: string) {
   return Object.fromEntries(labels.map((label, i) => [label, values[i]]));
 }
 
-/** A person of the team, signed in (each test its own: an invite is taken once). */
-const person = (email: string, viewport?: { width: number; height: number }) => signedIn(browser, server, teamId, { email, viewport });
+/** A person of the team, signed in (each test its own: an invite is taken once), an owner: one who sees every page. */
+const person = (email: string, viewport?: { width: number; height: number }) => signedIn(browser, server, teamId, { email, viewport, role: 'owner' });
 
 describe("a team's week of mail in the dashboard", () => {
   it("the overview shows today's and the week's counts, both rates within the guard's limits once past its minimum volume, the campaigns sending now, and every page in the navigation", async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type DatabaseHandle, type Db } from '../src/db/connection.js';
 import { insertCall } from '../src/data/webhook-calls.js';
+import { audit } from '../src/events/audit.js';
 import { createLogger } from '../src/log.js';
 import { runRetention, startRetention } from '../src/retention/worker.js';
 import { createTeam } from '../src/services/teams.js';
@@ -156,6 +157,14 @@ describe('the retention job', () => {
   const expiredKeys = (count: number) =>
     sql`INSERT INTO idempotency_keys (team_id, key, request_hash, response, created_at)
       SELECT ${teamId}, 'key-' || g || '-' || ${Math.random()}, 'hash', '{}'::jsonb, now() - interval '2 days' FROM generate_series(1, ${count}) g`.execute(handle.db);
+  /** Changes recorded `days` ago, by the CLI (a person's or a key's are kept alike). */
+  const auditRows = async (count: number, days: number) => {
+    const at = new Date(Date.now() - days * DAY_MS);
+    const changes = Array.from({ length: count }, (_, i) => ({ action: 'domain.created' as const, targetType: 'domain' as const, targetId: `${days}-${i}` }));
+    await audit(handle.db, { teamId, actor: { type: 'cli', id: 'cli', label: 'CLI', ip: null } }, changes, at);
+  };
+  const auditLeft = async () => (await handle.db.selectFrom('audit_log').select('target_id').where('team_id', '=', teamId).orderBy('target_id').execute()).map((row) => row.target_id);
+
   const keysLeft = async () => Number((await handle.db.selectFrom('idempotency_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
   it('works in batches: each statement removes at most the batch size, until one comes back short', async () => {
@@ -165,7 +174,7 @@ describe('the retention job', () => {
     await sql`INSERT INTO webhook_calls (team_id, webhook_id, id, type, data, status, next_attempt_at, created_at, updated_at)
       SELECT ${teamId}, 'hook', 'call-' || g, 'webhook.test', '{}', 'DELIVERED', now(), now() - interval '40 days', now() FROM generate_series(1, 15) g`.execute(handle.db);
     await expiredKeys(10);
-    await sql`INSERT INTO users (id, team_id, email) VALUES ('usr_retention', ${teamId}, 'retention@example.test')`.execute(handle.db);
+    await sql`INSERT INTO users (id, team_id, email, role) VALUES ('usr_retention', ${teamId}, 'retention@example.test', 'owner')`.execute(handle.db);
     await sql`INSERT INTO sessions (token_hash, user_id, expires_at)
       SELECT 'expired-' || g, 'usr_retention', now() - interval '1 minute' FROM generate_series(1, 8) g
       UNION ALL SELECT 'live', 'usr_retention', now() + interval '1 day'`.execute(handle.db);
@@ -177,9 +186,11 @@ describe('the retention job', () => {
     await sql`INSERT INTO inbound_email_parts (team_id, email_id, seq, bytes)
       SELECT ${teamId}::integer, id, part, 'raw'::bytea FROM inbound_emails, generate_series(0, 1) part WHERE team_id = ${teamId}`.execute(handle.db);
 
-    // 20 bodies: 7 + 7 + 6; 9 received: 7 + 2; 15 calls: 7 + 7 + 1; 10 keys: 7 + 3; 8 expired sessions: 7 + 1.
-    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 20, inboundMail: 9, webhookCalls: 15, idempotencyKeys: 10, sessions: 8, batches: 12 });
-    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 5 });
+    await auditRows(11, 400);
+
+    // 20 bodies: 7 + 7 + 6; 9 received: 7 + 2; 15 calls: 7 + 7 + 1; 10 keys: 7 + 3; 8 expired sessions: 7 + 1; 11 audit rows: 7 + 4.
+    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 20, inboundMail: 9, webhookCalls: 15, idempotencyKeys: 10, sessions: 8, auditRows: 11, batches: 14 });
+    expect(await runRetention(deps, { batchSize: 7 })).toEqual({ emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, auditRows: 0, batches: 6 });
     const received = await handle.db.selectFrom('inbound_emails').select(['id', 'subject']).where('body_dropped_at', 'is', null).where('text', 'is not', null).execute();
     expect(received, 'mail received within RETENTION_DAYS keeps its content; older mail keeps its fields').toEqual([{ id: 'in-new', subject: 'New' }]);
     const rawLeft = await handle.db.selectFrom('inbound_email_parts').select(['email_id', 'seq']).where('team_id', '=', teamId).orderBy('seq').execute();
@@ -187,6 +198,18 @@ describe('the retention job', () => {
     expect(await handle.db.selectFrom('inbound_emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).toEqual({ n: 10 });
     const sessionsLeft = await handle.db.selectFrom('sessions').select('token_hash').execute();
     expect(sessionsLeft, 'a live session is kept').toEqual([{ token_hash: 'live' }]);
+  });
+
+  it('audit rows older than AUDIT_RETENTION_DAYS (365 by default, whatever RETENTION_DAYS says) go; newer ones stay', async () => {
+    await auditRows(2, 366);
+    await auditRows(1, 364);
+    await auditRows(1, RETENTION_DAYS + 10);
+    expect(await runRetention(deps)).toMatchObject({ auditRows: 2 });
+    expect(await auditLeft()).toEqual(['364-0', '40-0']);
+
+    const shorter = { ...deps, config: loadConfig({ RETENTION_DAYS: String(RETENTION_DAYS), AUDIT_RETENTION_DAYS: '30' }) };
+    expect(await runRetention(shorter)).toMatchObject({ auditRows: 2 });
+    expect(await auditLeft()).toEqual([]);
   });
 
   it('stop() during a run returns promptly, leaving the rest for the next run', async () => {

@@ -250,6 +250,25 @@ describe('secret rotate', () => {
     expect(errors).toContainEqual(expect.objectContaining({ fields: expect.objectContaining({ emailId: email.id, error: expect.stringContaining('rotate.test') }) }));
   });
 
+  it("re-encrypts each person's two-factor secret too: after it, the secret opens with the new SECRET to what it was, so their codes still work", async () => {
+    const store = await newStore();
+    const service = await start(store, SECRET);
+    const { teamId } = await createTeam({ db: service.deps.db }, { name: 'Two-factor team' });
+    const totp = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
+    await service.deps.db
+      .insertInto('users')
+      .values({ id: 'usr_twofactor', team_id: teamId, email: 'two@factor.test', role: 'owner', totp_secret: new KeyVault(SECRET).sealText(totp), totp_enabled_at: new Date() })
+      .execute();
+    await service.close();
+
+    const rotated = await runCli(rotate, cliEnv(store, SECRET));
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.json).toMatchObject({ reencryptedTwoFactorSecrets: 1 });
+    const stored = await withDatabase(store, (db) => db.selectFrom('users').select('totp_secret').where('id', '=', 'usr_twofactor').executeTakeFirstOrThrow());
+    expect(stored.totp_secret).not.toContain(totp);
+    expect(new KeyVault(NEW_SECRET).openText(stored.totp_secret!, 'the two-factor secret')).toBe(totp);
+  });
+
   it.skipIf(usingPostgres())('refuses to run through a running server, which would keep the old secret, and changes no key', async () => {
     const store = await newStore();
     const service = await start(store, SECRET);

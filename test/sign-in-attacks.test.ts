@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../src/people/passwords.js';
-import { acceptInvite, inviteUser } from '../src/people/team.js';
-import { PASSWORD } from './helpers/browser.js';
+import { acceptInvite } from '../src/people/team.js';
+import { invitePerson, PASSWORD } from './helpers/browser.js';
 import { requestFrom, requestUnfinished, type AddressedResponse } from './helpers/client-address.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -22,7 +22,7 @@ afterAll(() => server?.stop());
 
 /** A person of the team who has chosen PASSWORD and can sign in. */
 async function account(email: string, target = server, team = teamId) {
-  const invite = await inviteUser(target.deps, { teamId: team, email, publicUrl: target.url });
+  const invite = await invitePerson(target, team, email);
   await acceptInvite(target.deps, { token: invite.inviteUrl.split('/').at(-1)!, password: PASSWORD });
   return email;
 }
@@ -56,7 +56,7 @@ describe('an unauthenticated form is bounded to 16 KiB and 20 fields before anyt
   });
 
   it('a small form of more than 20 fields is refused with 413, on /login and on the invite page', async () => {
-    const invite = await inviteUser(server.deps, { teamId, email: 'fields@example.test', publicUrl: server.url });
+    const invite = await invitePerson(server, teamId, 'fields@example.test');
     const extra = Array.from({ length: 18 }, (_, i) => `&f${i}=`).join('');
     const tooMany = {
       [`${server.url}/login`]: `email=fields%40example.test&password=x&next=%2F${extra}`,
@@ -74,7 +74,7 @@ describe('an unauthenticated form is bounded to 16 KiB and 20 fields before anyt
   });
 
   it('a form of 17 KiB on the invite page is refused with 413, and the invite is not spent', async () => {
-    const invite = await inviteUser(server.deps, { teamId, email: 'long@example.test', publicUrl: server.url });
+    const invite = await invitePerson(server, teamId, 'long@example.test');
     const long = 'x'.repeat(17 * 1024);
     const refused = await requestFrom('127.0.0.14', invite.inviteUrl, {
       method: 'POST',
@@ -122,7 +122,7 @@ describe('password derivations wait in a bounded queue: past it, a sign-in is re
 
   it('with the queue full, a sign-in and an invite acceptance get 429 with Retry-After, and the invite still works afterwards', async () => {
     const email = await account('queued@example.test');
-    const invite = await inviteUser(server.deps, { teamId, email: 'queued-invite@example.test', publicUrl: server.url });
+    const invite = await invitePerson(server, teamId, 'queued-invite@example.test');
     // Far more derivations than the queue holds, started at once in this process, as a burst would.
     const filling = Array.from({ length: 64 }, () => hashPassword('filling the queue').then(() => 'derived', () => 'refused'));
 

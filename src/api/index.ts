@@ -1,5 +1,6 @@
 import type { RouteDef } from '../http/route.js';
 import { analyticsRoutes } from './analytics.js';
+import { auditLogRoutes } from './audit-log.js';
 import { automationRoutes } from './automations.js';
 import { campaignRoutes } from './campaigns.js';
 import { contactBookRoutes } from './contact-books.js';
@@ -13,4 +14,4 @@ import { suppressionRoutes } from './suppressions.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
 
-export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...automationRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...deliverabilityRoutes, ...domainRoutes, ...emailRoutes, ...inboundRoutes, ...segmentRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];
+export const apiRoutes: RouteDef[] = [...analyticsRoutes, ...auditLogRoutes, ...automationRoutes, ...campaignRoutes, ...contactBookRoutes, ...contactRoutes, ...deliverabilityRoutes, ...domainRoutes, ...emailRoutes, ...inboundRoutes, ...segmentRoutes, ...suppressionRoutes, ...templateRoutes, ...webhookRoutes];

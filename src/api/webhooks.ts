@@ -112,6 +112,8 @@ export const webhookRoutes = [
     tag: TAG,
     summary: 'Get a webhook with its signing secret',
     description: `${SECRET_SHOWN} ${TEAM_WIDE}`,
+    // The secret signs every call: a person sees it only with the right to change the webhook.
+    access: 'change',
     params,
     response: webhookWithSecret,
     handler: ({ deps, auth, params }) => service.getWebhook(deps, auth, params),

@@ -1,13 +1,15 @@
+import os from 'node:os';
 import { z } from 'zod';
 import { secretSchema } from '../config.js';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import { KeyVault, KeyVaultError } from '../domains/key-vault.js';
 import { reencryptKeys } from '../domains/stored-keys.js';
+import { RecipientTokens } from '../mail/tokens.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
 import { createTeam, setTeamRateLimit } from '../services/teams.js';
-import { ROLES, type Role } from '../people/caller.js';
-import { inviteUser, listUsers, removeUser } from '../people/team.js';
+import { ROLES, type Actor, type Caller, type Role } from '../people/caller.js';
+import { changeUserRole, inviteUser, listUsers, removeUser } from '../people/team.js';
 import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
 import { CliError, usageError } from './failure.js';
@@ -16,9 +18,10 @@ import { CliError, usageError } from './failure.js';
  * Where a command runs: on a database the CLI opened itself, or in a server, for the CLI (the
  * control socket), whose keys read lately (`recentKeys`) forget a key the command revokes or changes.
  */
-export type CommandTarget =
-  | { db: Db; runner: 'cli'; publicUrl: string; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> }
-  | { db: Db; runner: 'server'; publicUrl: string; recentKeys: Deps['recentKeys'] };
+export type CommandTarget = { db: Db; publicUrl: string; /** The secret in force: SECRET, or DATA_DIR/secret. */ secret(): Promise<string> } & (
+  | { runner: 'cli' }
+  | { runner: 'server'; recentKeys: Deps['recentKeys'] }
+);
 
 /** A command whose arguments are checked, ready to run. */
 export type ParsedCommand = { name: string; run(target: CommandTarget): Promise<unknown> };
@@ -57,12 +60,32 @@ function command<Flags extends z.ZodObject>(spec: CommandSpec<Flags>): Command {
   };
 }
 
+/**
+ * The operator, as the audit log names each change a command makes: the CLI, with the system user
+ * that ran it when the system knows one (a command handed to the server runs as the server's user,
+ * the only one its socket answers).
+ */
+export function cliActor(): Actor {
+  let username = '';
+  try {
+    username = os.userInfo().username;
+  } catch {
+    // A user id without an entry in the user database: the CLI is named alone.
+  }
+  return { type: 'cli', id: 'cli', label: username ? `cli (${username})` : 'cli', ip: null };
+}
+
 // Ids and limits arrive as text; only plain decimal integers are accepted ("1e3", "0x10", " 7"
 // are refused rather than guessed at). Team and domain ids are PostgreSQL integers.
 const positiveInt = (max: number) =>
   z.string().regex(/^[1-9]\d*$/, 'must be a positive integer').transform(Number).pipe(z.number().max(max));
 const id = positiveInt(2_147_483_647);
 const label = z.string().trim().min(1).max(200);
+const userId = z.string().trim().min(1).max(200);
+const role = z.enum(ROLES as [Role, ...Role[]]);
+
+/** The operator acting on the people of a team: no role (the CLI may do what an owner may), named in the audit log. */
+const operator = (teamId: number): Caller => ({ teamId, domainId: null, actor: cliActor() });
 
 const commands = [
   command({
@@ -70,7 +93,7 @@ const commands = [
     usage: '--name NAME',
     summary: 'Create a team and its first API key (full permission).',
     flags: z.object({ name: label }),
-    run: ({ db }, flags) => createTeam({ db }, flags),
+    run: ({ db }, flags) => createTeam({ db }, flags, cliActor()),
   }),
   command({
     name: 'team set-rate-limit',
@@ -84,7 +107,7 @@ const commands = [
         .transform((value) => (value === 'default' ? null : Number(value)))
         .pipe(z.number().max(1_000_000).nullable()),
     }),
-    run: (target, flags) => setTeamRateLimit(target, { teamId: flags.team, perSecond: flags['per-second'] }),
+    run: (target, flags) => setTeamRateLimit(target, { teamId: flags.team, perSecond: flags['per-second'] }, cliActor()),
   }),
   command({
     name: 'key create',
@@ -102,7 +125,7 @@ const commands = [
         permission: flags.permission,
         domainId: flags.domain ?? null,
         name: flags.name ?? null,
-      });
+      }, cliActor());
       return { id: key.id, teamId: flags.team, name: flags.name ?? null, permission: key.permission, domainId: key.domainId, apiKey: key.apiKey };
     },
   }),
@@ -118,29 +141,37 @@ const commands = [
     usage: '--id KEY_ID',
     summary: 'Revoke an API key at once; revoking it again changes nothing.',
     flags: z.object({ id: z.string().trim().min(1).max(200) }),
-    run: (target, flags) => revokeApiKey(target, flags),
+    run: (target, flags) => revokeApiKey(target, flags, cliActor()),
   }),
   command({
     name: 'user invite',
     usage: '--team TEAM_ID --email ADDRESS [--role owner|admin|member|viewer]',
     summary:
-      "Invite a person to the dashboard: the link (good once, for 7 days) lets them choose a password. Inviting again sends a fresh link. --role: owner for the team's first person, member after, unless given.",
-    flags: z.object({ team: id, email: z.string().max(254), role: z.enum(ROLES as [Role, ...Role[]]).optional() }),
-    run: ({ db, publicUrl }, flags) => inviteUser({ db }, { teamId: flags.team, email: flags.email, role: flags.role, publicUrl }),
+      "Invite a person to the dashboard: the link (good once, for 7 days) lets them choose a password; hand it on to them. Inviting again sends a fresh link (with --role, a new role). --role: owner for the team's first person, member after, unless given.",
+    flags: z.object({ team: id, email: z.string().max(254), role: role.optional() }),
+    run: async ({ db, publicUrl, secret }, flags) =>
+      inviteUser({ db, publicUrl, tokens: new RecipientTokens(await secret()) }, operator(flags.team), { email: flags.email, role: flags.role }),
   }),
   command({
     name: 'user list',
     usage: '--team TEAM_ID',
-    summary: "List a team's dashboard users: active, or invited and yet to choose a password.",
+    summary: "List a team's dashboard users with their role: active, or invited and yet to choose a password.",
     flags: z.object({ team: id }),
-    run: ({ db }, flags) => listUsers({ db }, { teamId: flags.team }),
+    run: ({ db }, flags) => listUsers({ db }, operator(flags.team)),
+  }),
+  command({
+    name: 'user set-role',
+    usage: '--team TEAM_ID --user USER_ID --role owner|admin|member|viewer',
+    summary: "Change a dashboard user's role; moved down, their sessions end at once. The team's last owner keeps the role.",
+    flags: z.object({ team: id, user: userId, role }),
+    run: ({ db }, flags) => changeUserRole({ db }, operator(flags.team), { userId: flags.user, role: flags.role }),
   }),
   command({
     name: 'user remove',
     usage: '--team TEAM_ID --user USER_ID',
-    summary: 'Remove a dashboard user; their sessions end at once.',
-    flags: z.object({ team: id, user: z.string().trim().min(1).max(200) }),
-    run: ({ db }, flags) => removeUser({ db }, { teamId: flags.team, userId: flags.user }),
+    summary: "Remove a dashboard user; their sessions end at once. The team's last owner cannot be removed.",
+    flags: z.object({ team: id, user: userId }),
+    run: ({ db }, flags) => removeUser({ db }, operator(flags.team), { userId: flags.user }),
   }),
   command({
     name: 'secret rotate',
@@ -162,7 +193,7 @@ async function rotateSecret(target: CommandTarget, newSecret: string) {
         'Stop it, run secret rotate, then start it with SECRET set to the new secret.',
     );
   }
-  let reencrypted: { keys: number; webhookSecrets: number };
+  let reencrypted: Awaited<ReturnType<typeof reencryptKeys>>;
   try {
     reencrypted = await reencryptKeys(target.db, new KeyVault(await target.secret()), new KeyVault(newSecret));
   } catch (error) {
@@ -172,6 +203,7 @@ async function rotateSecret(target: CommandTarget, newSecret: string) {
   return {
     reencrypted: reencrypted.keys,
     reencryptedWebhookSecrets: reencrypted.webhookSecrets,
+    reencryptedTwoFactorSecrets: reencrypted.twoFactorSecrets,
     next: 'Start every Mailroom process with SECRET set to the new secret; with the old one, mail of these domains is not sent.',
     links: LINKS_WARNING,
   };

@@ -1,12 +1,22 @@
 import type { Context } from 'hono';
 import { ApiError } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
+import { assertAllowed, may, type Area } from '../people/roles.js';
 import type { Domain } from '../services/domains.js';
-import { callApi } from './api-call.js';
+import { callApi, callerOf } from './api-call.js';
 import { field, fieldErrors } from './layout.js';
 import type { DashboardEnv } from './session.js';
 
 // Reading a page's form and putting the API's verdict on it next to the fields.
+
+/**
+ * Whether the signed-in person's role lets them change `area`: a page offers only the changes
+ * it allows. Hiding is never the guard: the call behind each control checks the role again.
+ */
+export const mayChange = (c: Context<DashboardEnv>, area: Area) => may(callerOf(c), area, 'change');
+
+/** A page that is only a form to change `area` (a "new" or an "edit" page) is refused, as its post would be, to a role that may not. */
+export const assertMayChange = (c: Context<DashboardEnv>, area: Area) => assertAllowed(callerOf(c), area, 'change');
 
 /** The form's text fields (a file field, which these forms never have, reads as missing). */
 export async function formValues(c: Context): Promise<Record<string, string>> {

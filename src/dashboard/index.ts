@@ -1,9 +1,12 @@
 import { Hono } from 'hono';
 import type { AppDeps } from '../http/deps.js';
+import { AuthThrottle } from '../services/auth-throttle.js';
 import { assetRoutes } from './assets.js';
 import { authPages } from './auth-pages.js';
+import { accountPages } from './pages/account.js';
 import { analyticsPages } from './pages/analytics.js';
 import { apiKeysPages } from './pages/api-keys.js';
+import { auditLogPages } from './pages/audit-log.js';
 import { automationsPages } from './pages/automations.js';
 import { campaignsPages } from './pages/campaigns.js';
 import { contactsPages } from './pages/contacts.js';
@@ -14,6 +17,7 @@ import { inboundPages } from './pages/inbound.js';
 import { overviewPages } from './pages/overview.js';
 import { segmentPages } from './pages/segments.js';
 import { suppressionsPages } from './pages/suppressions.js';
+import { teamPages } from './pages/team.js';
 import { templatesPages } from './pages/templates.js';
 import { webhooksPages } from './pages/webhooks.js';
 
@@ -28,8 +32,11 @@ const contactsWithSegments = (deps: AppDeps) => segmentPages(contactsPages(deps)
 export function dashboardPages(deps: AppDeps) {
   const app = new Hono();
   app.route('/assets', assetRoutes());
-  app.route('/', authPages(deps));
-  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, automationsPages, contactsWithSegments, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, analyticsPages, deliverabilityPages];
+  // One count of failed passwords and codes, whichever page checks them.
+  const signIns = new AuthThrottle(deps.config.authFailuresPerMinute);
+  app.route('/', authPages(deps, signIns));
+  app.route('/', accountPages(deps, signIns));
+  const sections = [overviewPages, domainsPages, emailsPages, inboundPages, campaignsPages, automationsPages, contactsWithSegments, templatesPages, suppressionsPages, webhooksPages, apiKeysPages, teamPages, analyticsPages, deliverabilityPages, auditLogPages];
   for (const pages of sections) app.route('/', pages(deps));
   return app;
 }

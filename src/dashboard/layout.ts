@@ -3,27 +3,30 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html, raw } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ApiError, ErrorDetail } from '../errors.js';
+import { may, type Area } from '../people/roles.js';
 import { CSRF_FIELD, csrfTokenFor, type DashboardEnv } from './session.js';
 
 /** A fragment of a page: strings interpolated into it are escaped, fragments are not. */
 export type Html = ReturnType<typeof html>;
 
-/** The navigation: what a team sends from and sends, its audience and settings, then what it can watch. */
+/** The navigation: what a team sends from and sends, its audience and settings, then what it can watch; each entry shown to those who may read its area. */
 export const NAV = [
-  { href: '/', label: 'Overview' },
-  { href: '/domains', label: 'Domains' },
-  { href: '/emails', label: 'Emails' },
-  { href: '/inbound', label: 'Inbound' },
-  { href: '/campaigns', label: 'Campaigns' },
-  { href: '/automations', label: 'Automations' },
-  { href: '/contacts', label: 'Contacts' },
-  { href: '/templates', label: 'Templates' },
-  { href: '/suppressions', label: 'Suppressions' },
-  { href: '/webhooks', label: 'Webhooks' },
-  { href: '/api-keys', label: 'API keys' },
-  { href: '/analytics', label: 'Analytics' },
-  { href: '/deliverability', label: 'Deliverability' },
-] as const;
+  { href: '/', label: 'Overview', area: 'reports' },
+  { href: '/domains', label: 'Domains', area: 'domains' },
+  { href: '/emails', label: 'Emails', area: 'mail' },
+  { href: '/inbound', label: 'Inbound', area: 'inbound' },
+  { href: '/campaigns', label: 'Campaigns', area: 'campaigns' },
+  { href: '/automations', label: 'Automations', area: 'automations' },
+  { href: '/contacts', label: 'Contacts', area: 'audience' },
+  { href: '/templates', label: 'Templates', area: 'templates' },
+  { href: '/suppressions', label: 'Suppressions', area: 'suppressions' },
+  { href: '/webhooks', label: 'Webhooks', area: 'webhooks' },
+  { href: '/api-keys', label: 'API keys', area: 'keys' },
+  { href: '/team', label: 'Team', area: 'people' },
+  { href: '/analytics', label: 'Analytics', area: 'reports' },
+  { href: '/deliverability', label: 'Deliverability', area: 'reports' },
+  { href: '/audit-log', label: 'Audit log', area: 'audit' },
+] as const satisfies readonly { href: string; label: string; area: Area }[];
 export type Section = (typeof NAV)[number]['label'];
 
 const FLASH_COOKIE = 'mailroom_flash';
@@ -68,16 +71,16 @@ ${main}
 </html>`;
 
 /** A signed-in page: the navigation with `section` marked, the notice if any, then the content. */
-export function page(c: Context<DashboardEnv>, options: { title: string; section: Section; body: Html; status?: ContentfulStatusCode }) {
+export function page(c: Context<DashboardEnv>, options: { title: string; section: Section | 'Account'; body: Html; status?: ContentfulStatusCode }) {
   const user = c.get('user');
   const notice = takeFlash(c);
   const nav = html`<header class="top">
 <a class="brand" href="/">Mailroom</a>
 <input type="checkbox" id="menu-toggle" class="menu-toggle" aria-label="Menu"><label for="menu-toggle" class="menu-button" aria-hidden="true">☰</label>
-<nav aria-label="Main">${NAV.map(
+<nav aria-label="Main">${NAV.filter((item) => may(user, item.area, 'read')).map(
     (item) => html`<a href="${item.href}"${item.label === options.section ? raw(' aria-current="page"') : ''}>${item.label}</a>`,
   )}</nav>
-<form method="post" action="/logout" class="signout"><span class="who">${user.email}</span>${csrfField(c)}<button type="submit" class="link" title="Signed in as ${user.email}">Sign out</button></form>
+<form method="post" action="/logout" class="signout"><span class="who">${user.email}</span><a href="/account"${options.section === 'Account' ? raw(' aria-current="page"') : ''}>Account</a>${csrfField(c)}<button type="submit" class="link" title="Signed in as ${user.email}">Sign out</button></form>
 </header>`;
   const main = html`<main>
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}

@@ -12,7 +12,8 @@ export const SESSION_COOKIE = 'mailroom_session';
 export const CSRF_FIELD = '_csrf';
 export const CSRF_HEADER = 'x-csrf-token';
 
-const secureCookies = (deps: SessionDeps) => deps.config.publicUrl.startsWith('https:');
+/** Cookies are sent only over TLS when the dashboard is served over https. */
+export const secureCookies = (deps: Pick<Deps, 'config'>) => deps.config.publicUrl.startsWith('https:');
 
 export function setSessionCookie(c: Context, deps: SessionDeps, session: NewSession): void {
   setCookie(c, SESSION_COOKIE, session.token, {

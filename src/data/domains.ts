@@ -28,6 +28,22 @@ export async function findDomainSummary(db: Db, teamId: number, key: { id: numbe
   return ('id' in key ? query.where('id', '=', key.id) : query.where('name', '=', key.name)).executeTakeFirst();
 }
 
+/**
+ * The domain mail to a person of `teamId` is sent from when SYSTEM_FROM names `name`: the team's
+ * own, else the oldest of any team; only a verified one (or a sandbox domain, verified by construction).
+ */
+export async function findSystemSender(db: Db, name: string, teamId: number) {
+  return db
+    .selectFrom('domains')
+    .select(['team_id', 'id', 'name'])
+    .where('name', '=', name)
+    .where('status', '=', 'SUCCESS')
+    .orderBy(sql`team_id = ${teamId}`, 'desc')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** The status of each DNS record a domain needs. */
 export type RecordStatuses = { dkim: DomainStatus; spf: DomainStatus; mx: DomainStatus; dmarc: DomainStatus };
 

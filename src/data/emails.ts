@@ -2,6 +2,7 @@ import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { REUSED } from '../db/reused-statements.js';
 import type { CountKind, EmailEventsTable, EmailStatus, EmailsTable } from '../db/schema.js';
+import type { SystemLink } from '../mail/links.js';
 import type { OutgoingEmail } from '../mail/mime.js';
 import { countOnceCtes, rankSql, type StatusRanks } from './email-events.js';
 import { fromEpochMs, isoSql } from './sql-values.js';
@@ -24,6 +25,8 @@ export type NewEmail = OutgoingEmail & {
   templateId?: string | null;
   /** An automation's mail: the run and the step that sent it, to the run's contact. */
   automation?: { runId: string; stepId: string; contactId: string };
+  /** Mail to a person of a team (an invite, a reset), whose link is made when it is sent. */
+  systemLink?: SystemLink;
 };
 
 /** The contact an email goes to as a contact: a confirmation's, or an automation run's. */
@@ -59,6 +62,7 @@ function emailRecord(email: NewEmail, status: EmailStatus) {
     template_id: email.templateId ?? null,
     automation_run_id: email.automation?.runId ?? null,
     automation_step_id: email.automation?.stepId ?? null,
+    system_link: email.systemLink ?? null,
   };
 }
 
@@ -66,7 +70,7 @@ const EMAIL_COLUMNS = sql.raw(`r(
   team_id integer, id text, domain_id integer, from_address text, to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb,
   reply_to_addresses jsonb, subject text, html text, text text, headers jsonb, attachments jsonb, message_id text, status text,
   scheduled_ms bigint, send_ms bigint, created_ms bigint, contact_book_id text, contact_id text, template_id text,
-  automation_run_id text, automation_step_id text)`);
+  automation_run_id text, automation_step_id text, system_link jsonb)`);
 
 /**
  * The rows, each with its first status, and the webhook calls their first events owe, in one
@@ -80,11 +84,11 @@ export async function insertEmails(db: Db, emails: NewEmail[], statuses: EmailSt
     WITH inserted AS (
       INSERT INTO emails (team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
         subject, html, text, headers, attachments, message_id, status, scheduled_at, first_scheduled_at, send_at, created_at, updated_at,
-        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id)
+        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id, system_link)
       SELECT team_id, id, domain_id, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to_addresses,
         subject, html, text, headers, attachments, message_id, status, ${fromEpochMs('scheduled_ms')}, ${fromEpochMs('scheduled_ms')},
         ${fromEpochMs('send_ms')}, ${fromEpochMs('created_ms')}, ${fromEpochMs('created_ms')},
-        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id
+        contact_book_id, contact_id, template_id, automation_run_id, automation_step_id, system_link
       FROM jsonb_to_recordset(${JSON.stringify(emails.map((email, index) => emailRecord(email, statuses[index]!)))}::jsonb) AS ${EMAIL_COLUMNS}
     ), calls AS (
       ${callsFrom(callRows(calls), teamIds)}
@@ -172,7 +176,7 @@ export async function changeSchedule(
 export const CLAIMED_COLUMNS = [
   'team_id', 'id', 'domain_id', 'from_address', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to_addresses',
   'subject', 'html', 'text', 'headers', 'attachments', 'message_id', 'attempts', 'scheduled_at', 'created_at',
-  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'template_id', 'claimed_by', 'pending_recipients',
+  'status', 'campaign_id', 'contact_id', 'contact_book_id', 'template_id', 'claimed_by', 'pending_recipients', 'system_link',
 ] as const;
 export type ClaimedEmail = Pick<EmailRow, (typeof CLAIMED_COLUMNS)[number]>;
 

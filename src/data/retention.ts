@@ -87,26 +87,28 @@ export async function deleteFinishedCalls(db: Db, before: Date, limit: number): 
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Deletes up to `limit` idempotency keys taken before `before`. Uses idempotency_keys_created, then the primary key. */
-export async function deleteIdempotencyKeys(db: Db, before: Date, limit: number): Promise<number> {
+/**
+ * Deletes up to `limit` rows of `table` whose `time` is before `before` (at or before, with
+ * `inclusive`), oldest first, through the index on `time` and then the primary key `key`; rows
+ * another process holds are left to its run.
+ */
+async function deleteOldest(db: Db, table: string, key: string[], time: string, before: Date, limit: number, inclusive = false): Promise<number> {
+  const keys = sql.join(key.map((column) => sql.ref(column)));
   const result = await sql`
-    DELETE FROM idempotency_keys WHERE (team_id, key) IN (
-      SELECT team_id, key FROM idempotency_keys
-      WHERE created_at < ${before}
-      ORDER BY created_at LIMIT ${limit}
+    DELETE FROM ${sql.table(table)} WHERE (${keys}) IN (
+      SELECT ${keys} FROM ${sql.table(table)}
+      WHERE ${sql.ref(time)} ${sql.raw(inclusive ? '<=' : '<')} ${before}
+      ORDER BY ${sql.ref(time)} LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     )`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Dashboard sessions past their end (users.ts reads only live ones; these are kept for nothing). */
-export async function deleteExpiredSessions(db: Db, now: Date, limit: number): Promise<number> {
-  const result = await sql`
-    DELETE FROM sessions WHERE token_hash IN (
-      SELECT token_hash FROM sessions
-      WHERE expires_at <= ${now}
-      ORDER BY expires_at LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
-}
+/** Deletes up to `limit` idempotency keys taken before `before`. Uses idempotency_keys_created. */
+export const deleteIdempotencyKeys = (db: Db, before: Date, limit: number) => deleteOldest(db, 'idempotency_keys', ['team_id', 'key'], 'created_at', before, limit);
+
+/** Dashboard sessions past their end (only live ones are read; these are kept for nothing). Uses sessions_expiry. */
+export const deleteExpiredSessions = (db: Db, now: Date, limit: number) => deleteOldest(db, 'sessions', ['token_hash'], 'expires_at', now, limit, true);
+
+/** Deletes up to `limit` audit rows recorded before `before`. Uses audit_log_expiry. */
+export const deleteAuditRows = (db: Db, before: Date, limit: number) => deleteOldest(db, 'audit_log', ['team_id', 'id'], 'at', before, limit);

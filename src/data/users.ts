@@ -24,11 +24,11 @@ export async function findUserByEmail(db: Db, email: string) {
     .executeTakeFirst();
 }
 
-/** A new invite for someone who has not chosen a password yet; undefined when they have (or are gone). */
-export async function renewInvite(db: Db, userId: string, inviteTokenHash: string, inviteExpiresAt: Date) {
+/** A new invite, with the role it offers, for someone who has not chosen a password yet; undefined when they have (or are gone). */
+export async function renewInvite(db: Db, userId: string, invite: { tokenHash: string; expiresAt: Date; role: Role }) {
   return db
     .updateTable('users')
-    .set({ invite_token_hash: inviteTokenHash, invite_expires_at: inviteExpiresAt, updated_at: new Date() })
+    .set({ invite_token_hash: invite.tokenHash, invite_expires_at: invite.expiresAt, role: invite.role, updated_at: new Date() })
     .where('id', '=', userId)
     .where('password_hash', 'is', null)
     .returning(USER_COLUMNS)
@@ -67,6 +67,33 @@ export async function listTeamUsers(db: Db, teamId: number) {
 export async function deleteTeamUser(db: Db, teamId: number, userId: string) {
   const result = await db.deleteFrom('users').where('team_id', '=', teamId).where('id', '=', userId).executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/**
+ * Locks the team's owners who can sign in (a password chosen), in id order so concurrent changes
+ * take them in turn: a change that could leave the team without one is decided under this lock.
+ * A row changed by the transaction waited for is read again, so an owner it demoted is not counted.
+ */
+export async function lockActiveOwners(db: Db, teamId: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('users')
+    .select('id')
+    .where('team_id', '=', teamId)
+    .where('role', '=', 'owner')
+    .where('password_hash', 'is not', null)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** A person of the team, locked for the change about to be made to them. */
+export async function lockTeamUser(db: Db, teamId: number, userId: string) {
+  return db.selectFrom('users').select([...USER_COLUMNS, hasPassword]).where('team_id', '=', teamId).where('id', '=', userId).forUpdate().executeTakeFirst();
+}
+
+export async function updateUserRole(db: Db, teamId: number, userId: string, role: Role) {
+  await db.updateTable('users').set({ role, updated_at: new Date() }).where('team_id', '=', teamId).where('id', '=', userId).execute();
 }
 
 export async function insertSession(db: Db, session: { tokenHash: string; userId: string; expiresAt: Date }) {

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { SystemLink } from '../mail/links.js';
 import type { InboundAttachment } from '../smtp/received-message.js';
 
 /** Defaults to now() on insert, so writing it is optional. */
@@ -231,6 +232,8 @@ export interface EmailsTable {
   pending_recipients: Optional<string[]>;
   /** The destination its waiting mail is routed to (direct delivery). */
   destination: Optional<string>;
+  /** Mail Mailroom sends to a person (an invite, a reset): what its link is made from when it is sent. */
+  system_link: ColumnType<SystemLink | null, string | null | undefined, string | null>;
 }
 
 export interface TemplatesTable {
@@ -382,8 +385,28 @@ export interface UsersTable {
   password_hash: string | null;
   invite_token_hash: string | null;
   invite_expires_at: Date | null;
+  /** Sealed with the key vault; a secret being set up while totp_enabled_at is null. */
+  totp_secret: Optional<string>;
+  totp_enabled_at: Optional<Date>;
+  /** The time step of the last code accepted: none at or before it is accepted again. */
+  totp_last_step: Optional<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+export interface RecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  used_at: Optional<Date>;
+}
+
+export interface PasswordResetsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  used_at: Optional<Date>;
 }
 
 export interface AuditLogTable {
@@ -469,6 +492,8 @@ export interface Database {
   webhook_calls: WebhookCallsTable;
   users: UsersTable;
   sessions: SessionsTable;
+  recovery_codes: RecoveryCodesTable;
+  password_resets: PasswordResetsTable;
   audit_log: AuditLogTable;
   domain_warmup_days: DomainWarmupDaysTable;
   delivery_stats: DeliveryStatsTable;

@@ -1,3 +1,4 @@
+import { lockTotpSecrets, storeTotpSecret } from '../data/account-security.js';
 import { lockSigningKeys, storeSigningKey } from '../data/domains.js';
 import { lockWebhookSecrets, storeWebhookSecret } from '../data/webhook-secrets.js';
 import type { Db } from '../db/connection.js';
@@ -11,18 +12,22 @@ import { PLAINTEXT_PREFIX, type KeyVault } from './key-vault.js';
 export const encryptPlaintextKeys = (db: Db, vault: KeyVault) => reseal(db, vault, vault, PLAINTEXT_PREFIX);
 
 /**
- * Re-encrypts every domain's key and every webhook's signing secret from one secret's vault to
- * another's (SECRET rotation), all or none: one `from` cannot decrypt throws and leaves everything
- * as it was. Answers how many of each.
+ * Re-encrypts every domain's key, every webhook's signing secret and every person's two-factor
+ * secret from one secret's vault to another's (SECRET rotation), all or none: one `from` cannot
+ * decrypt throws and leaves everything as it was. Answers how many of each.
  */
-export async function reencryptKeys(db: Db, from: KeyVault, to: KeyVault): Promise<{ keys: number; webhookSecrets: number }> {
+export async function reencryptKeys(db: Db, from: KeyVault, to: KeyVault): Promise<{ keys: number; webhookSecrets: number; twoFactorSecrets: number }> {
   return db.transaction().execute(async (tx) => {
     const keys = await resealKeys(tx, from, to);
     const secrets = await lockWebhookSecrets(tx);
     for (const row of secrets) {
       await storeWebhookSecret(tx, { teamId: row.team_id, id: row.id }, to.sealText(from.openText(row.secret, `The signing secret of webhook ${row.id}`)));
     }
-    return { keys, webhookSecrets: secrets.length };
+    const twoFactor = await lockTotpSecrets(tx);
+    for (const row of twoFactor) {
+      await storeTotpSecret(tx, row.id, to.sealText(from.openText(row.totp_secret!, `The two-factor secret of ${row.email}`)));
+    }
+    return { keys, webhookSecrets: secrets.length, twoFactorSecrets: twoFactor.length };
   });
 }
 

@@ -9,8 +9,39 @@ import type { ActorType } from '../db/schema.js';
  */
 export type Actor = { type: ActorType; id: string; label: string; ip: string | null };
 
-/** One change as the audit log names it: `action` is `<targetType>.<what happened>` ("domain.created"). */
-export type AuditedChange = { action: string; targetType: string; targetId: string | number | null };
+/**
+ * Every action the audit log records, each `<targetType>.<what happened>`: the one list that the
+ * services write and a reader of the log may filter by (docs/audit-log.md says what each records).
+ */
+export const AUDIT_ACTIONS = [
+  'apiKey.created', 'apiKey.revoked',
+  'automation.created', 'automation.updated', 'automation.deleted',
+  'campaign.created', 'campaign.updated', 'campaign.deleted', 'campaign.scheduled', 'campaign.paused', 'campaign.resumed',
+  'contact.created', 'contact.updated', 'contact.deleted', 'contact.imported', 'contact.bulkDeleted',
+  'contactBook.created', 'contactBook.updated', 'contactBook.deleted',
+  'domain.created', 'domain.updated', 'domain.deleted', 'domain.verificationRequested',
+  'email.rescheduled', 'email.cancelled',
+  'inboundRoute.created', 'inboundRoute.updated', 'inboundRoute.deleted',
+  'segment.created', 'segment.updated', 'segment.deleted',
+  'suppression.added', 'suppression.removed',
+  'team.created', 'team.rateLimitChanged',
+  'template.created', 'template.updated', 'template.deleted',
+  'user.invited', 'user.roleChanged', 'user.removed',
+  'user.passwordChanged', 'user.passwordReset', 'user.twoFactorEnabled', 'user.twoFactorDisabled', 'user.recoveryCodesRegenerated',
+  'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.secretRotated', 'webhook.tested',
+  'webhookCall.retried',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What a change may name as its target: the kinds of thing the actions are about. */
+export type AuditTargetType = AuditAction extends `${infer Target}.${string}` ? Target : never;
+
+/**
+ * One change as the audit log names it: `action` is `<targetType>.<what happened>` ("domain.created"),
+ * its target usually of that type (a bulk change of contacts names their book).
+ */
+export type AuditedChange = { action: AuditAction; targetType: AuditTargetType; targetId: string | number | null };
 
 /**
  * Records changes made by the caller's actor in the audit log, in `tx`: the transaction that

@@ -20,6 +20,23 @@ export const listUnsubscribeHeaders = (url: string, mailto: string) => ({
 export const confirmationUrl = (publicUrl: string, tokens: RecipientTokens, target: Omit<LinkFields['confirm'], 'expiresAt'>, createdAt: Date) =>
   `${publicUrl}${PAGE_PATHS.confirm}/${tokens.sign('confirm', { ...target, expiresAt: createdAt.getTime() + CONFIRMATION_LINK_MS })}`;
 
+/** A link in mail Mailroom sends to a person of a team (see people/system-mail.ts). */
+export type SystemLink = { kind: 'invite'; userId: string; nonce: string } | { kind: 'reset'; resetId: string };
+export const SYSTEM_LINK_PATHS = { invite: '/invite', reset: '/reset-password' } as const;
+/** Where a system mail's body has its link put in, when it is sent. */
+export const SYSTEM_LINK_PLACEHOLDER = /\{\{\s*link\s*\}\}/g;
+
+/**
+ * The token of a system link: signed with SECRET from what its row keeps (an id, a nonce), so it
+ * can be made again when the mail is sent and is never stored; the row keeps only its hash.
+ */
+export function systemLinkToken(tokens: RecipientTokens, link: SystemLink): string {
+  return link.kind === 'invite' ? tokens.sign('invite', { userId: link.userId, nonce: link.nonce }) : tokens.sign('reset', { resetId: link.resetId });
+}
+
+export const systemLinkUrl = (publicUrl: string, tokens: RecipientTokens, link: SystemLink) =>
+  `${publicUrl}${SYSTEM_LINK_PATHS[link.kind]}/${systemLinkToken(tokens, link)}`;
+
 /** An absolute web URL that can stand in a Location header: the only kind a tracked link leads to. */
 export const isWebUrl = (url: string) => /^https?:\/\/[^\s\x00-\x1f\x7f]+$/i.test(url);
 

@@ -10,6 +10,10 @@ export type LinkFields = {
   open: { emailId: string };
   /** Tracking: a link of the email clicked, with the one URL the click may lead to. */
   click: { emailId: string; url: string };
+  /** A person's invite: `nonce` is drawn afresh for each invite, so a new one retires the old link. */
+  invite: { userId: string; nonce: string };
+  /** A password reset, by the id of its row. */
+  reset: { resetId: string };
 };
 export type LinkKind = keyof LinkFields;
 
@@ -27,6 +31,8 @@ const WIRE: { [K in LinkKind]: { tag: string; fields: { [F in keyof LinkFields[K
   confirm: { tag: 'c', fields: { teamId: ['t', 'number'], bookId: ['b', 'string'], contactId: ['c', 'string'], expiresAt: ['x', 'number'] } },
   open: { tag: 'o', fields: { emailId: ['e', 'string'] } },
   click: { tag: 'l', fields: { emailId: ['e', 'string'], url: ['u', 'string'] } },
+  invite: { tag: 'i', fields: { userId: ['u', 'string'], nonce: ['n', 'string'] } },
+  reset: { tag: 'r', fields: { resetId: ['r', 'string'] } },
 };
 
 /**

@@ -1,13 +1,18 @@
 import type { Role } from '../db/schema.js';
 import type { Deps } from '../deps.js';
+import { findAccount, hasTwoFactor } from '../data/account-security.js';
 import * as users from '../data/users.js';
 import { ApiError } from '../errors.js';
 import { hashToken, newToken } from './credentials.js';
 import { decoyHash, verifyPassword } from './passwords.js';
+import { requireSecondFactor } from './two-factor.js';
 
 type UserDeps = Pick<Deps, 'db'>;
+type SignInDeps = Pick<Deps, 'db' | 'keyVault'>;
 
 export const SESSION_TTL_MS = 14 * 86_400_000;
+/** How long a right password waits for its second factor before it must be typed again. */
+export const SECOND_STEP_TTL_MS = 5 * 60_000;
 
 /** A signed-in person: who they are, which team they act for and with which role (read afresh with each request). */
 export type SessionUser = { userId: string; teamId: number; email: string; role: Role };
@@ -20,12 +25,57 @@ export async function startSession(db: UserDeps['db'], user: { id: string; team_
   return { token, expiresAt, user: { userId: user.id, teamId: user.team_id, email: user.email, role: user.role } };
 }
 
-/** Checks an address and password; the same answer whether the address or the password is wrong. */
-export async function signIn({ db }: UserDeps, input: { email: string; password: string }): Promise<NewSession> {
-  const user = await users.findUserByEmail(db, input.email.trim());
+/** A password checked, its second factor awaited: whose, and until when. */
+export type SecondStep = { userId: string; email: string; expiresAt: Date };
+
+/** What a right password leads to: a session, or for a person with two-factor sign-in on, the sealed ticket of the second step. */
+export type SignInOutcome = { session: NewSession } | { ticket: string };
+
+/**
+ * Checks an address and password; the same answer whether the address or the password is wrong.
+ * With two-factor sign-in on, no session starts yet: the ticket carries the checked password to
+ * the second step, for SECOND_STEP_TTL_MS.
+ */
+export async function signIn(deps: SignInDeps, input: { email: string; password: string; now: Date }): Promise<SignInOutcome> {
+  const user = await users.findUserByEmail(deps.db, input.email.trim());
   const matches = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash()));
   if (!user?.password_hash || !matches) throw new ApiError('UNAUTHORIZED', 'Wrong email address or password');
-  return startSession(db, user);
+  if (!(await hasTwoFactor(deps.db, user.id))) return { session: await startSession(deps.db, user) };
+  return { ticket: sealTicket(deps, { userId: user.id, email: user.email, expiresAt: new Date(input.now.getTime() + SECOND_STEP_TTL_MS) }) };
+}
+
+// Names what a sealed ticket is, so no other sealed value (a webhook's secret) can pass for one.
+const TICKET_PURPOSE = 'mailroom: password checked, second factor awaited';
+
+/** Sealed with the key vault (AES-256-GCM under a key from SECRET): it cannot be read, altered or made without SECRET. */
+function sealTicket(deps: Pick<Deps, 'keyVault'>, step: SecondStep): string {
+  return deps.keyVault.sealText(JSON.stringify({ purpose: TICKET_PURPOSE, userId: step.userId, email: step.email, expiresAt: step.expiresAt.getTime() }));
+}
+
+/** The second step a ticket carries, or null when it is not one made here or has expired. */
+export function openTicket(deps: Pick<Deps, 'keyVault'>, ticket: string, now: Date): SecondStep | null {
+  let fields: { purpose?: unknown; userId?: unknown; email?: unknown; expiresAt?: unknown };
+  try {
+    fields = JSON.parse(deps.keyVault.openText(ticket, 'A sign-in ticket'));
+  } catch {
+    // Whatever fails to open or parse (altered, another SECRET's, not sealed at all) is no ticket.
+    return null;
+  }
+  const { purpose, userId, email, expiresAt } = fields ?? {};
+  if (purpose !== TICKET_PURPOSE || typeof userId !== 'string' || typeof email !== 'string' || typeof expiresAt !== 'number' || expiresAt <= now.getTime()) return null;
+  return { userId, email, expiresAt: new Date(expiresAt) };
+}
+
+/**
+ * The second step of signing in: a code of the person's authenticator app, or one of their
+ * recovery codes, each accepted once; then the session starts. A wrong code is WrongCredential;
+ * a person gone, or whose two-factor sign-in was turned off meanwhile, must sign in again.
+ */
+export async function completeSignIn(deps: SignInDeps, input: { step: SecondStep; code: string; now: Date }): Promise<NewSession> {
+  const account = await findAccount(deps.db, input.step.userId);
+  if (!account || account.totp_enabled_at === null) throw new ApiError('UNAUTHORIZED', 'Your sign-in has ended; enter your password again');
+  await requireSecondFactor(deps.db, deps, account, input.code, input.now);
+  return startSession(deps.db, account);
 }
 
 export async function sessionUser({ db }: UserDeps, token: string): Promise<SessionUser | null> {

@@ -13,14 +13,14 @@ export const RETENTION_BATCH_SIZE = 1000;
 const DAY_MS = 86_400_000;
 
 /** What one run removed, and in how many statements. */
-export type RetentionRun = { emailBodies: number; inboundMail: number; webhookCalls: number; idempotencyKeys: number; sessions: number; batches: number };
+export type RetentionRun = { emailBodies: number; inboundMail: number; webhookCalls: number; idempotencyKeys: number; sessions: number; auditRows: number; batches: number };
 type Pass = keyof Omit<RetentionRun, 'batches'>;
 
 /**
- * One run: email bodies, received mail's content and finished webhook calls older than RETENTION_DAYS, and idempotency keys
- * past their 24 hours, each removed a batch at a time until a batch comes back short; between
- * batches the database is left to other work. An aborted `signal` ends the run after the
- * statement in flight. Answers what was removed, or undefined when another process is running it.
+ * One run: email bodies, received mail's content and finished webhook calls older than RETENTION_DAYS, idempotency keys
+ * past their 24 hours, expired sessions, and audit rows older than AUDIT_RETENTION_DAYS, each removed a batch at a
+ * time until a batch comes back short; between batches the database is left to other work. An aborted `signal` ends
+ * the run after the statement in flight. Answers what was removed, or undefined when another process is running it.
  */
 export async function runRetention(
   deps: Pick<RetentionDeps, 'db' | 'dbKind' | 'config'>,
@@ -35,9 +35,10 @@ export async function runRetention(
     ['webhookCalls', (db) => retention.deleteFinishedCalls(db, windowStart, limit)],
     ['idempotencyKeys', (db) => retention.deleteIdempotencyKeys(db, new Date(now.getTime() - IDEMPOTENCY_TTL_MS), limit)],
     ['sessions', (db) => retention.deleteExpiredSessions(db, now, limit)],
+    ['auditRows', (db) => retention.deleteAuditRows(db, new Date(now.getTime() - deps.config.auditRetentionDays * DAY_MS), limit)],
   ];
   return retention.withRetentionLock(deps.db, deps.dbKind, async (db) => {
-    const run: RetentionRun = { emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, batches: 0 };
+    const run: RetentionRun = { emailBodies: 0, inboundMail: 0, webhookCalls: 0, idempotencyKeys: 0, sessions: 0, auditRows: 0, batches: 0 };
     for (const [pass, removeBatch] of passes) {
       for (let removed = limit; removed === limit && !options.signal?.aborted; ) {
         if (run.batches > 0) await yieldToOthers();
@@ -59,7 +60,7 @@ export function startRetention(deps: RetentionDeps, options: { batchSize?: numbe
     pass: async (stopping) => {
       const run = await runRetention(deps, { batchSize: options.batchSize, signal: stopping });
       if (!run) deps.log.debug('retention skipped: another process is running it');
-      else if (run.emailBodies + run.webhookCalls + run.idempotencyKeys + run.sessions > 0) deps.log.info('retention run', run);
+      else if (run.emailBodies + run.inboundMail + run.webhookCalls + run.idempotencyKeys + run.sessions + run.auditRows > 0) deps.log.info('retention run', run);
     },
     pollMs: deps.config.retentionIntervalMs,
     onError: (error) => deps.log.error('retention run failed; it runs again at the next interval', { error }),

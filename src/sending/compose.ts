@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { ClaimedEmail } from '../data/emails.js';
 import { escapeHtml } from '../mail/html.js';
-import { addTracking, confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER } from '../mail/links.js';
+import { addTracking, confirmationUrl, DOUBLE_OPT_IN_PLACEHOLDER, SYSTEM_LINK_PLACEHOLDER, systemLinkUrl } from '../mail/links.js';
 import { buildMessage, envelopeOf, type Envelope, type OutgoingEmail } from '../mail/mime.js';
 import type { RecipientTokens } from '../mail/tokens.js';
 import { bounceAddress, FEEDBACK_TAG_HEADER, feedbackTagValue } from '../mail/verp.js';
@@ -49,9 +49,23 @@ function withConfirmationLink(deps: ComposeDeps, message: OutgoingEmail, email: 
   };
 }
 
-/** The open pixel and tracked links the sending domain asks for; a confirmation email is never tracked. */
+/** Mail to a person of a team gets its link now, from its row's id and nonce: the token is never stored. */
+function withSystemLink(deps: ComposeDeps, message: OutgoingEmail, email: ClaimedEmail): OutgoingEmail {
+  if (email.system_link === null) return message;
+  const url = systemLinkUrl(deps.config.publicUrl, deps.tokens, email.system_link);
+  return {
+    ...message,
+    html: message.html?.replace(SYSTEM_LINK_PLACEHOLDER, escapeHtml(url)) ?? null,
+    text: message.text?.replace(SYSTEM_LINK_PLACEHOLDER, url) ?? null,
+  };
+}
+
+/**
+ * The open pixel and tracked links the sending domain asks for. A confirmation, an invite or a
+ * reset is never tracked: its link goes straight to its page.
+ */
 function withTracking(deps: ComposeDeps, message: OutgoingEmail, email: ClaimedEmail, domain: DomainSettings): OutgoingEmail {
-  if (message.html === null || (!domain.openTracking && !domain.clickTracking) || email.contact_book_id !== null) return message;
+  if (message.html === null || (!domain.openTracking && !domain.clickTracking) || email.contact_book_id !== null || email.system_link !== null) return message;
   const options = { open: domain.openTracking, click: domain.clickTracking, publicUrl: deps.config.publicUrl, tokens: deps.tokens, emailId: email.id };
   return { ...message, html: addTracking(message.html, options) };
 }
@@ -72,7 +86,7 @@ export function compose(
   isSuppressed: (address: string) => boolean,
 ): Composed {
   const tagged = { emailId: email.id, tag: deps.tokens.addressTag(email.id) };
-  const content = withTracking(deps, campaignMessage ?? withConfirmationLink(deps, outgoingEmail(email), email), email, domain);
+  const content = withTracking(deps, campaignMessage ?? withSystemLink(deps, withConfirmationLink(deps, outgoingEmail(email), email), email), email, domain);
   const message = { ...content, headers: { ...content.headers, [FEEDBACK_TAG_HEADER]: feedbackTagValue(tagged) } };
   const all = envelopeOf(message, bounceAddress(tagged, domain.signer.domain, deps.config.returnPathSubdomain));
   // After an attempt that settled some recipients, only those still owed are sent to.

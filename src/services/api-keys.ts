@@ -1,7 +1,9 @@
 import { hash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import type { Permission } from '../db/schema.js';
+import { audit, type Actor } from '../events/audit.js';
 import * as keys from '../data/api-keys.js';
 import { findDomainSummary } from '../data/domains.js';
 import { findTeam } from '../data/teams.js';
@@ -31,24 +33,33 @@ const TOKEN_PREFIX = 'mr_';
 // per-request lookup stays one hash plus one index probe.
 const hashToken = (token: string) => hash('sha256', token, 'hex');
 
-export async function createApiKey(
-  { db }: KeyDeps,
-  input: { teamId: number; permission?: Permission; domainId?: number | null; name?: string | null },
-) {
+type NewKey = { permission?: Permission; domainId?: number | null; name?: string | null };
+
+/** A key of a team, made by `actor` (recorded in the team's audit log; none: Mailroom itself). */
+export async function createApiKey({ db }: KeyDeps, input: NewKey & { teamId: number }, actor?: Actor) {
   if (!(await findTeam(db, input.teamId))) throw notFound(`Team ${input.teamId}`);
   if (input.domainId != null && !(await findDomainSummary(db, input.teamId, { id: input.domainId }))) {
     throw new ApiError('NOT_FOUND', `Domain ${input.domainId} not found in team ${input.teamId}`);
   }
+  return db.transaction().execute((tx) => insertKey(tx, { teamId: input.teamId, actor }, input));
+}
+
+/**
+ * Writes a key of the caller's team, checked already, with its audit row in `tx`. Answers its
+ * token, shown only this once: the database keeps its hash, the log its id.
+ */
+export async function insertKey(tx: Db, caller: { teamId: number; actor?: Actor }, input: NewKey) {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const row = await keys.insertApiKey(db, {
+  const row = await keys.insertApiKey(tx, {
     id: `key_${newId(16)}`,
-    teamId: input.teamId,
+    teamId: caller.teamId,
     name: input.name ?? null,
     tokenHash: hashToken(token),
     tokenHint: `${token.slice(0, 7)}…${token.slice(-4)}`,
     permission: input.permission ?? 'full',
     domainId: input.domainId ?? null,
   });
+  await audit(tx, caller, { action: 'apiKey.created', targetType: 'apiKey', targetId: row.id });
   return { id: row.id, apiKey: token, permission: row.permission, domainId: row.domain_id };
 }
 
@@ -105,12 +116,19 @@ export async function createTeamApiKey({ db }: KeyDeps, caller: Caller, input: {
   if (key.domainId !== null && !(await findDomainSummary(db, caller.teamId, { id: key.domainId }))) {
     throw invalid('domainId', 'is not a domain of this team');
   }
-  return createApiKey({ db }, { teamId: caller.teamId, ...key });
+  return createApiKey({ db }, { teamId: caller.teamId, ...key }, caller.actor);
 }
 
-/** Revoking twice is harmless: the key stays revoked from the first time. */
-async function revoke({ db, recentKeys }: OperatorKeyDeps, id: string, teamId?: number) {
-  const revoked = await keys.revokeApiKey(db, id, teamId);
+/**
+ * Revoking twice is harmless: the key stays revoked from the first time (and the audit log has the
+ * one revocation). The row goes to the key's own team, whichever team `teamId` asks for.
+ */
+async function revoke({ db, recentKeys }: OperatorKeyDeps, id: string, teamId?: number, actor?: Actor) {
+  const revoked = await db.transaction().execute(async (tx) => {
+    const row = await keys.revokeApiKey(tx, id, teamId);
+    if (row) await audit(tx, { teamId: row.team_id, actor }, { action: 'apiKey.revoked', targetType: 'apiKey', targetId: row.id });
+    return row;
+  });
   recentKeys?.clear();
   if (revoked) return { id: revoked.id, revokedAt: revoked.revoked_at!.toISOString() };
   const existing = await keys.findApiKey(db, id, teamId);
@@ -119,11 +137,11 @@ async function revoke({ db, recentKeys }: OperatorKeyDeps, id: string, teamId?: 
 }
 
 /** The operator's revoke (the CLI): any team's key, by id. */
-export const revokeApiKey = (deps: OperatorKeyDeps, { id }: { id: string }) => revoke(deps, id);
+export const revokeApiKey = (deps: OperatorKeyDeps, { id }: { id: string }, actor?: Actor) => revoke(deps, id, undefined, actor);
 
 /** A person's revoke: a key of another team answers exactly like a missing one. */
 export async function revokeTeamApiKey(deps: KeyReadDeps, caller: Caller, { id }: { id: string }) {
   assertTeamWide(caller, 'only the whole team may revoke API keys');
   assertAllowed(caller, 'keys', 'change');
-  return revoke(deps, id, caller.teamId);
+  return revoke(deps, id, caller.teamId, caller.actor);
 }

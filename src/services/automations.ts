@@ -6,6 +6,7 @@ import { findContact } from '../data/contacts.js';
 import { findTemplates } from '../data/templates.js';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
+import { audit } from '../events/audit.js';
 import { contactEvent, reportRuns, runsEnded } from '../events/automations.js';
 import { runData } from '../events/payloads.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
@@ -85,12 +86,14 @@ export async function createAutomation(deps: AutomationDeps, caller: Caller, inp
   const row = await deps.db.transaction().execute(async (tx) => {
     const book = await findBook(tx, caller, input.trigger.contactBookId);
     const steps = await checkedSteps(tx, deps, caller, input.steps);
-    return definitions.insertAutomation(tx, {
+    const created = await definitions.insertAutomation(tx, {
       teamId: caller.teamId, id: newId(), now: new Date(),
       name: input.name, status: input.status ?? 'DRAFT', contact_book_id: book.id,
       trigger_type: input.trigger.type, trigger_event: input.trigger.type === 'event' ? input.trigger.name : null,
       allow_reentry: input.allowReentry ?? false, steps, template_ids: templateIdsOf(steps),
     });
+    await audit(tx, caller, { action: 'automation.created', targetType: 'automation', targetId: created.id });
+    return created;
   });
   return withCounters(deps.db, row);
 }
@@ -140,7 +143,9 @@ export async function updateAutomation(deps: AutomationDeps, caller: Caller, { a
       await reportRuns(tx, 'automation.run_completed', ended, now);
       Object.assign(set, { steps, template_ids: templateIdsOf(steps) });
     }
-    return definitions.updateAutomation(tx, caller.teamId, automationId, { ...set, now });
+    const updated = await definitions.updateAutomation(tx, caller.teamId, automationId, { ...set, now });
+    await audit(tx, caller, { action: 'automation.updated', targetType: 'automation', targetId: automationId });
+    return updated;
   });
   if (row.status === 'ACTIVE') deps.signals.emit('automationsDue');
   return withCounters(deps.db, row);
@@ -152,6 +157,7 @@ export async function deleteAutomation(deps: AutomationDeps, caller: Caller, { a
     await requireAutomation(tx, caller, automationId, true);
     await runsEnded(tx, { teamId: caller.teamId, automationId }, 'automation deleted', new Date());
     await definitions.deleteAutomation(tx, caller.teamId, automationId);
+    await audit(tx, caller, { action: 'automation.deleted', targetType: 'automation', targetId: automationId });
     return { id: automationId, success: true };
   });
 }
@@ -179,7 +185,10 @@ export type EventInput = { name: string; contactBookId: string; email?: string; 
  */
 export async function recordEvent(deps: AutomationDeps, caller: Caller, input: EventInput) {
   const { contactBookId: bookId } = input;
-  const contactId = input.contactId ?? (await createContact(deps, caller, { contactBookId: bookId, contact: { email: input.email! } })).contactId;
+  // An event is data the team's application reports, not a change made to the account: the contact
+  // it brings is data too, and stays out of the audit log as the event does.
+  const unrecorded = { ...caller, actor: undefined };
+  const contactId = input.contactId ?? (await createContact(deps, unrecorded, { contactBookId: bookId, contact: { email: input.email! } })).contactId;
   const started = await deps.db.transaction().execute(async (tx) => {
     const book = await requireBook(tx, caller.teamId, bookId, 'keyShare');
     await assertBookInScope(tx, caller, book);

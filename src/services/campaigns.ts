@@ -7,6 +7,7 @@ import * as campaigns from '../data/campaigns.js';
 import type { CampaignRow } from '../data/campaigns.js';
 import { findBookForContacts } from '../data/contacts.js';
 import type { Deps } from '../deps.js';
+import { audit, type AuditAction } from '../events/audit.js';
 import { reportCampaignStatuses } from '../events/campaigns.js';
 import { cancelCampaignMail } from '../events/email-changes.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
@@ -163,6 +164,7 @@ export async function createCampaign(deps: CampaignDeps, caller: Caller, input: 
       now,
     });
     await reportCampaignStatuses(tx, [{ row: created, previous: null }]);
+    await audit(tx, caller, { action: 'campaign.created', targetType: 'campaign', targetId: id });
   });
   if (scheduledAt) deps.signals.emit('campaignsDue');
   return getCampaign(deps, caller, { campaignId: id });
@@ -206,6 +208,7 @@ export async function updateCampaign(
       ...(segmentId === undefined ? {} : { segment_id: segment?.id ?? null }),
       updated_at: new Date(),
     });
+    await audit(tx, caller, { action: 'campaign.updated', targetType: 'campaign', targetId: id });
   });
   return getCampaign(deps, caller, { campaignId: id });
 }
@@ -227,10 +230,11 @@ async function move<T>(
   });
 }
 
-/** Changes the campaign, reporting campaign.status_changed when its status moved. */
-async function change(tx: Db, row: CampaignRow, set: Parameters<typeof campaigns.updateCampaign>[3]) {
+/** Changes the campaign as `action` says, reporting campaign.status_changed when its status moved. */
+async function change(tx: Db, caller: Caller, row: CampaignRow, action: AuditAction, set: Parameters<typeof campaigns.updateCampaign>[3]) {
   const changed = await campaigns.updateCampaign(tx, row.team_id, row.id, set);
   await reportCampaignStatuses(tx, [{ row: changed, previous: row.status }]);
+  await audit(tx, caller, { action, targetType: 'campaign', targetId: row.id });
 }
 
 /** Waits until no dispatcher holds mail of the campaign, so none leaves after the caller returns. */
@@ -249,7 +253,7 @@ export async function scheduleCampaign(
   const scheduledAt = scheduleOf(input, deps, now, problems) ?? now;
   if (problems.length > 0) throw validationError(problems);
   await move(deps, caller, id, { verb: 'scheduled', from: ['DRAFT', 'SCHEDULED', 'PAUSED'] }, async (tx, row, at) => {
-    await change(tx, row, {
+    await change(tx, caller, row, 'campaign.scheduled', {
       // A campaign whose recipients are all out stays RUNNING until its last mail goes, then SENT.
       status: row.released_all ? 'RUNNING' : 'SCHEDULED',
       scheduled_at: scheduledAt,
@@ -267,7 +271,7 @@ export async function scheduleCampaign(
 export async function pauseCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
   const paused = await move(deps, caller, id, { verb: 'paused', from: ['SCHEDULED', 'RUNNING', 'PAUSED'] }, async (tx, row, now) => {
     if (row.status === 'PAUSED') return false;
-    await change(tx, row, { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
+    await change(tx, caller, row, 'campaign.paused', { status: 'PAUSED', next_release_at: null, paused_reason: null, updated_at: now });
     await campaigns.holdCampaignEmails(tx, caller.teamId, id, now);
     return true;
   });
@@ -278,7 +282,7 @@ export async function pauseCampaign(deps: CampaignDeps, caller: Caller, { campai
 export async function resumeCampaign(deps: CampaignDeps, caller: Caller, { campaignId: id }: { campaignId: string }) {
   await move(deps, caller, id, { verb: 'resumed', from: ['PAUSED'] }, async (tx, row, now) => {
     const due = row.scheduled_at && row.scheduled_at > now ? row.scheduled_at : now;
-    await change(tx, row, {
+    await change(tx, caller, row, 'campaign.resumed', {
       status: row.started_at ? 'RUNNING' : 'SCHEDULED',
       next_release_at: row.released_all ? null : due,
       paused_reason: null,
@@ -296,6 +300,7 @@ export async function deleteCampaign(deps: CampaignDeps, caller: Caller, { campa
   const { deleted, cancelled } = await move(deps, caller, id, { verb: 'deleted', from: ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] }, async (tx, row, now) => {
     const cancelled = await cancelCampaignMail(tx, row, now);
     await campaigns.deleteCampaignRow(tx, caller.teamId, id);
+    await audit(tx, caller, { action: 'campaign.deleted', targetType: 'campaign', targetId: id });
     return { deleted: toCampaign(row), cancelled };
   });
   deps.metrics.emailsReached('CANCELLED', cancelled);

@@ -2,6 +2,7 @@ import * as books from '../data/contact-books.js';
 import { deleteBookSegments } from '../data/segments.js';
 import type { ContactBookFields, ContactBookRow } from '../data/contact-books.js';
 import { detachBook, findActiveCampaignOfBook } from '../data/campaigns.js';
+import { audit } from '../events/audit.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { parseMailbox } from '../mail/address.js';
@@ -60,8 +61,6 @@ async function assertDoubleOptIn(deps: SenderDeps, caller: Caller, book: Contact
 }
 
 export async function createContactBook(deps: ContactBookDeps, caller: Caller, input: CreateContactBookInput) {
-  const { db } = deps;
-  const { teamId } = caller;
   const fields: ContactBookFields = {
     name: input.name,
     emoji: input.emoji ?? DEFAULT_EMOJI,
@@ -74,7 +73,10 @@ export async function createContactBook(deps: ContactBookDeps, caller: Caller, i
   };
   await assertDoubleOptIn(deps, caller, fields, input);
   const id = newId();
-  await books.insertContactBook(db, teamId, id, fields);
+  await deps.db.transaction().execute(async (tx) => {
+    await books.insertContactBook(tx, caller.teamId, id, fields);
+    await audit(tx, caller, { action: 'contactBook.created', targetType: 'contactBook', targetId: id });
+  });
   return getContactBook(deps, caller, { contactBookId: id });
 }
 
@@ -107,6 +109,7 @@ export async function updateContactBook(deps: ContactBookDeps, caller: Caller, r
     };
     await assertDoubleOptIn({ ...deps, db: tx }, caller, merged, input);
     await books.updateContactBook(tx, teamId, id, input);
+    await audit(tx, caller, { action: 'contactBook.updated', targetType: 'contactBook', targetId: id });
     return toContactBook((await books.findContactBook(tx, teamId, id))!);
   });
 }
@@ -125,6 +128,7 @@ export async function deleteContactBook({ db }: ContactBookDeps, caller: Caller,
     await detachBook(tx, teamId, id);
     await deleteBookSegments(tx, teamId, id);
     await books.deleteContactBook(tx, teamId, id);
+    await audit(tx, caller, { action: 'contactBook.deleted', targetType: 'contactBook', targetId: id });
     return {
       id,
       success: true,

@@ -1,6 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import * as contacts from '../data/contacts.js';
+import { audit } from '../events/audit.js';
 import { contactsAdded, runsEnded } from '../events/automations.js';
 import { contactEventHeard, reportContacts, reportWrittenContacts } from '../events/contacts.js';
 import { contactData } from '../events/payloads.js';
@@ -166,6 +167,7 @@ async function update(tx: Db, caller: Caller, current: ContactRow, input: Contac
     await contacts.updateContacts(tx, caller.teamId, current.contact_book_id, [{ ...next, id: current.id }]);
     await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: current.contact_book_id, ids: [current.id] }, 'contact.updated', new Date());
     if (current.subscribed && !next.subscribed) await runsEnded(tx, { teamId: caller.teamId, bookId: current.contact_book_id, contactIds: [current.id] }, 'unsubscribed', new Date());
+    await audit(tx, caller, { action: 'contact.updated', targetType: 'contact', targetId: current.id });
   }
   if (readded && confirmationDue(readded.book, current, Date.now())) {
     await readded.confirm(readded.book, [{ id: current.id, email: next?.email ?? current.email }]);
@@ -177,6 +179,7 @@ async function create(tx: Db, caller: Caller, book: Book, confirm: Confirm, cont
   const { id, email, input } = contact;
   await contacts.insertContacts(tx, caller.teamId, book.id, [newContact(book, id, email, input)]);
   await reportWrittenContacts(tx, { teamId: caller.teamId, bookId: book.id, ids: [id] }, 'contact.created', new Date());
+  await audit(tx, caller, { action: 'contact.created', targetType: 'contact', targetId: id });
   if (book.double_opt_in_enabled) await confirm(book, [{ id, email }]);
   else await contactsAdded(tx, { teamId: caller.teamId, bookId: book.id, contactIds: [id] }, new Date());
   return { contactId: id };
@@ -267,8 +270,11 @@ async function removeContacts(tx: Db, teamId: number, bookId: string, keys: Retu
 // its contacts, then never waits on contacts a delete holds (which could deadlock).
 export async function deleteContact(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactId }: { contactBookId: string; contactId: string }) {
   return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
-    const count = await removeContacts(tx, caller.teamId, bookId, splitKeys([contactId]));
-    if (count === 0) throw notFound('Contact');
+    // Found first, locked: the audit row names the contact by id even when the path gave its address.
+    const current = await contacts.findContact(tx, caller.teamId, bookId, keyOf(contactId), true);
+    if (!current) throw notFound('Contact');
+    await removeContacts(tx, caller.teamId, bookId, { ids: [current.id], emails: [] });
+    await audit(tx, caller, { action: 'contact.deleted', targetType: 'contact', targetId: current.id });
     return { success: true };
   });
 }
@@ -276,6 +282,8 @@ export async function deleteContact(deps: ContactDeps, caller: Caller, { contact
 export async function bulkDeleteContacts(deps: ContactDeps, caller: Caller, { contactBookId: bookId, contactIds }: { contactBookId: string; contactIds: string[] }) {
   return inBook(deps, { caller, bookId, lock: 'keyShare' }, async (tx) => {
     const count = await removeContacts(tx, caller.teamId, bookId, splitKeys(contactIds));
+    // One row for the request, naming the book: the log stays one row per change a person made.
+    if (count > 0) await audit(tx, caller, { action: 'contact.bulkDeleted', targetType: 'contactBook', targetId: bookId });
     return { success: true, count };
   });
 }
@@ -357,6 +365,8 @@ export async function bulkUpsertContacts(deps: ContactDeps & Pick<Deps, 'refresh
       await runsEnded(tx, { teamId, bookId, contactIds: unsubscribed }, 'unsubscribed', new Date());
       created += inserts.length;
     }
+    // One row for the whole import, naming the book: never one per contact.
+    if (unique.length > 0) await audit(tx, caller, { action: 'contact.imported', targetType: 'contactBook', targetId: bookId });
     return { created, updated: unique.length - created };
   });
 

@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import * as domains from '../data/domains.js';
 import type { DomainRow } from '../data/domains.js';
 import { generateDkimKeyPair, newDkimSelector } from '../domains/dkim.js';
+import { audit } from '../events/audit.js';
 import { reportDomainChange } from '../events/domains.js';
 import { registrableParts, requiredRecords, type RecordKind } from '../domains/dns-records.js';
 import { domainWarnings } from '../domains/warnings.js';
@@ -142,7 +143,10 @@ export async function createDomain(deps: DomainDeps, caller: Caller, input: { na
       key: { sealedPrivateKey: deps.keyVault.seal(privateKey), publicKey },
       verifyFrom: deps.config.autoVerify ? new Date() : null,
     });
-    if (created) await reportDomainChange(tx, null, created, created.created_at);
+    if (created) {
+      await reportDomainChange(tx, null, created, created.created_at);
+      await audit(tx, caller, { action: 'domain.created', targetType: 'domain', targetId: created.id });
+    }
     return created;
   });
   if (!row) throw conflict(`Domain ${normalized.name} is already registered for this team`);
@@ -185,6 +189,7 @@ export async function updateDomain(deps: DomainDeps, caller: Caller, { id: rawId
     const { warmup, ...settings } = input;
     const after = (await domains.updateDomainSettings(tx, caller.teamId, id, { ...settings, warmup: warmup && warmupChange(before, warmup, utcDay(deps.clock())) }))!;
     await reportDomainChange(tx, before, after, after.updated_at);
+    await audit(tx, caller, { action: 'domain.updated', targetType: 'domain', targetId: id });
     return after;
   });
   deps.signals.emit('domainChanged', row.id);
@@ -210,6 +215,7 @@ export async function deleteDomain(deps: DomainDeps, caller: Caller, { id: rawId
     }
     const keys = await domains.deleteDomain(tx, caller.teamId, id);
     await reportDomainChange(tx, row, null, new Date());
+    await audit(tx, caller, { action: 'domain.deleted', targetType: 'domain', targetId: id });
     const withKeys = keys === 0 ? '' : `, with the ${keys} API key${keys === 1 ? '' : 's'} scoped to it`;
     return { id, success: true, message: `Domain ${row.name} deleted${withKeys}` };
   });
@@ -232,6 +238,7 @@ export async function verifyDomain(deps: DomainDeps, caller: Caller, { id: rawId
     if (isSandbox(current.name)) return current;
     const after = await domains.scheduleCheckNow(tx, caller.teamId, id, new Date(), current.status !== 'SUCCESS');
     await reportDomainChange(tx, current, after, after.updated_at);
+    await audit(tx, caller, { action: 'domain.verificationRequested', targetType: 'domain', targetId: id });
     return current;
   });
   if (isSandbox(row.name)) return { message: `Domain ${row.name} is the sandbox domain: verified by construction, it has no DNS records to check` };

@@ -8,6 +8,7 @@ import type { EmailEventRow, EmailRow, NewEmail } from '../data/emails.js';
 import { GroupedWrites } from '../db/grouped-writes.js';
 import type { TemplateRow } from '../data/templates.js';
 import { findIdempotencyKey, takeIdempotencyKey } from '../data/idempotency-keys.js';
+import { audit } from '../events/audit.js';
 import { firstStatus } from '../events/contract.js';
 import { changeEmailSchedule, storeNewEmails } from '../events/email-changes.js';
 import { formatMailbox, parseMailbox, splitAddressList } from '../mail/address.js';
@@ -379,14 +380,22 @@ function scheduleConflict(row: EmailRow, action: string) {
   return conflict(`Email ${row.id} is ${state}; it can only be ${action} while SCHEDULED and not yet picked up for sending`);
 }
 
+/** Changes the schedule of an email still SCHEDULED and unclaimed, with its audit row (409 otherwise). */
+async function moveSchedule(deps: EmailDeps, caller: Caller, row: EmailRow, change: Parameters<typeof changeEmailSchedule>[2], action: 'email.cancelled' | 'email.rescheduled') {
+  const changed = await deps.db.transaction().execute(async (tx) => {
+    const moved = await changeEmailSchedule(tx, row, change);
+    if (moved) await audit(tx, caller, { action, targetType: 'email', targetId: row.id });
+    return moved;
+  });
+  if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, row.id)) ?? row, action.slice('email.'.length));
+}
+
 /** Cancels a SCHEDULED email no dispatcher has claimed; it can then never be sent. */
 export async function cancelEmail(deps: EmailDeps, caller: Caller, input: { emailId: string }) {
-  const id = input.emailId;
-  const row = await findOwnEmail(deps.db, caller, id);
-  const changed = await changeEmailSchedule(deps.db, row, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() });
-  if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'cancelled');
+  const row = await findOwnEmail(deps.db, caller, input.emailId);
+  await moveSchedule(deps, caller, row, { status: 'CANCELLED', sendAt: null, data: null, now: new Date() }, 'email.cancelled');
   deps.metrics.emailsReached('CANCELLED');
-  return { emailId: id };
+  return { emailId: row.id };
 }
 
 export async function rescheduleEmail(deps: EmailDeps, caller: Caller, input: { emailId: string; scheduledAt: string }) {
@@ -394,13 +403,8 @@ export async function rescheduleEmail(deps: EmailDeps, caller: Caller, input: { 
   const now = new Date();
   const scheduledAt = parseSchedule(input.scheduledAt, { now, timeZone: deps.config.scheduleTimeZone });
   const row = await findOwnEmail(deps.db, caller, id);
-  const changed = await changeEmailSchedule(deps.db, row, {
-    status: 'SCHEDULED',
-    sendAt: scheduledAt > now ? scheduledAt : now,
-    data: { scheduledAt: scheduledAt.toISOString(), previousScheduledAt: row.scheduled_at?.toISOString() ?? null },
-    now,
-  });
-  if (!changed) throw scheduleConflict((await emails.findEmail(deps.db, caller.teamId, id)) ?? row, 'rescheduled');
+  const data = { scheduledAt: scheduledAt.toISOString(), previousScheduledAt: row.scheduled_at?.toISOString() ?? null };
+  await moveSchedule(deps, caller, row, { status: 'SCHEDULED', sendAt: scheduledAt > now ? scheduledAt : now, data, now }, 'email.rescheduled');
   deps.signals.emit('emailsDue');
   return { emailId: id };
 }

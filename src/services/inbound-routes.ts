@@ -4,6 +4,7 @@ import { listDomains } from '../data/domains.js';
 import { findWebhook } from '../data/webhooks.js';
 import type { InboundAction } from '../db/schema.js';
 import type { Deps } from '../deps.js';
+import { audit } from '../events/audit.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newSortableId } from '../ids.js';
 import { asciiHostname, domainOf, parseMailbox } from '../mail/address.js';
@@ -105,6 +106,7 @@ export async function createRoute(deps: InboundRouteDeps, caller: Caller, input:
     await assertRoutable({ ...deps, db: tx }, caller, fields);
     const inserted = await routes.insertRoute(tx, caller.teamId, newSortableId(), fields);
     if (!inserted) throw conflict(`A route for ${fields.match} exists already`);
+    await audit(tx, caller, { action: 'inboundRoute.created', targetType: 'inboundRoute', targetId: inserted.id });
     return inserted;
   });
   return toRoute(row, deps.config, fields.zone);
@@ -138,6 +140,7 @@ export async function updateRoute(deps: InboundRouteDeps, caller: Caller, { id, 
     if (!(await routes.findRoute(tx, caller.teamId, id, true))) throw notFound('Inbound route');
     const updated = await routes.updateRoute(tx, caller.teamId, id, fields);
     if (!updated) throw conflict(`A route for ${fields.match} exists already`);
+    await audit(tx, caller, { action: 'inboundRoute.updated', targetType: 'inboundRoute', targetId: id });
     return updated;
   });
   return toRoute(row, deps.config, fields.zone);
@@ -145,7 +148,9 @@ export async function updateRoute(deps: InboundRouteDeps, caller: Caller, { id, 
 
 export async function deleteRoute(deps: InboundRouteDeps, caller: Caller, { id }: { id: string }) {
   assertTeamWide(caller, SCOPE);
-  const deleted = await deps.db.transaction().execute((tx) => routes.deleteRoute(tx, caller.teamId, id));
-  if (!deleted) throw notFound('Inbound route');
+  await deps.db.transaction().execute(async (tx) => {
+    if (!(await routes.deleteRoute(tx, caller.teamId, id))) throw notFound('Inbound route');
+    await audit(tx, caller, { action: 'inboundRoute.deleted', targetType: 'inboundRoute', targetId: id });
+  });
   return { id, success: true };
 }

@@ -4,6 +4,7 @@ import { findCampaign } from '../data/campaigns.js';
 import * as segments from '../data/segments.js';
 import type { SegmentRow } from '../data/segments.js';
 import type { Deps } from '../deps.js';
+import { audit } from '../events/audit.js';
 import { conflict, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { fieldPath, validationError } from '../validation.js';
@@ -54,7 +55,9 @@ export async function createSegment(deps: SegmentDeps, caller: Caller, input: { 
     const book = await requireBook(tx, caller.teamId, input.contactBookId, 'keyShare');
     await assertBookInScope(tx, caller, book);
     await checkCampaigns(tx, caller.teamId, book.id, input.filter);
-    return segments.insertSegment(tx, { teamId: caller.teamId, bookId: book.id, id: newId(), name: input.name, filter: input.filter, now: new Date() });
+    const created = await segments.insertSegment(tx, { teamId: caller.teamId, bookId: book.id, id: newId(), name: input.name, filter: input.filter, now: new Date() });
+    await audit(tx, caller, { action: 'segment.created', targetType: 'segment', targetId: created.id });
+    return created;
   });
   return toSegment(row, await count(deps.db, row));
 }
@@ -81,7 +84,9 @@ export async function updateSegment(
     await assertBookInScope(tx, caller, book);
     await requireSegment(tx, caller.teamId, contactBookId, segmentId, 'update');
     if (changes.filter) await checkCampaigns(tx, caller.teamId, contactBookId, changes.filter);
-    return segments.updateSegment(tx, caller.teamId, segmentId, { ...changes, now: new Date() });
+    const updated = await segments.updateSegment(tx, caller.teamId, segmentId, { ...changes, now: new Date() });
+    await audit(tx, caller, { action: 'segment.updated', targetType: 'segment', targetId: segmentId });
+    return updated;
   });
   return toSegment(row, await count(deps.db, row));
 }
@@ -96,6 +101,7 @@ export async function deleteSegment(deps: SegmentDeps, caller: Caller, { contact
     if (using) throw conflict(`Segment ${segmentId} is used by campaign ${using.id}, which is ${using.status}; delete the campaign or let it finish first`);
     await segments.forgetSegment(tx, caller.teamId, segmentId);
     await segments.deleteSegment(tx, caller.teamId, segmentId);
+    await audit(tx, caller, { action: 'segment.deleted', targetType: 'segment', targetId: segmentId });
     return { id: segmentId, success: true };
   });
 }

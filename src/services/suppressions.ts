@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import * as suppressions from '../data/suppressions.js';
 import type { SuppressionRow } from '../data/suppressions.js';
+import { audit } from '../events/audit.js';
 import { invalid, notFound } from '../errors.js';
 import { normalizeEmail } from '../mail/address.js';
 import { assertTeamWide, type Caller } from './caller.js';
@@ -30,14 +31,24 @@ export async function listSuppressions({ db }: SuppressionDeps, caller: Caller, 
   return { data: rows.map(toSuppression), count };
 }
 
+/** Suppresses an address by hand. Its audit row names the address: the list has nothing else to name it by, and an address is no secret. */
 export async function addSuppression({ db }: SuppressionDeps, caller: Caller, { email }: { email: string }) {
   assertTeamWide(caller, TEAM_WIDE);
-  return toSuppression(await suppressions.addSuppression(db, caller.teamId, addressKey(email, 'email'), 'MANUAL'));
+  const address = addressKey(email, 'email');
+  return db.transaction().execute(async (tx) => {
+    const row = await suppressions.addSuppression(tx, caller.teamId, address, 'MANUAL');
+    await audit(tx, caller, { action: 'suppression.added', targetType: 'suppression', targetId: address });
+    return toSuppression(row);
+  });
 }
 
 export async function removeSuppression({ db }: SuppressionDeps, caller: Caller, { email }: { email: string }) {
   assertTeamWide(caller, TEAM_WIDE);
   const address = normalizeEmail(email)?.toLowerCase();
-  if (!address || !(await suppressions.removeSuppression(db, caller.teamId, address))) throw notFound('Suppression');
-  return { success: true };
+  if (!address) throw notFound('Suppression');
+  return db.transaction().execute(async (tx) => {
+    if (!(await suppressions.removeSuppression(tx, caller.teamId, address))) throw notFound('Suppression');
+    await audit(tx, caller, { action: 'suppression.removed', targetType: 'suppression', targetId: address });
+    return { success: true };
+  });
 }

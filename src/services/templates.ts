@@ -4,6 +4,7 @@ import { automationUsingTemplate } from '../data/automations.js';
 import * as templates from '../data/templates.js';
 import type { TemplateFields, TemplateRow } from '../data/templates.js';
 import type { Deps } from '../deps.js';
+import { audit } from '../events/audit.js';
 import { ApiError, conflict, notFound, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import { validationError } from '../validation.js';
@@ -41,7 +42,11 @@ function completed(fields: TemplateFields): TemplateFields {
 export async function createTemplate(deps: TemplateDeps, caller: Caller, input: TemplateInput) {
   assertTeamWide(caller, TEAM_WIDE);
   const fields = completed({ name: input.name, subject: input.subject, html: input.html ?? null, text: input.text ?? null, content: input.content ?? null });
-  return toTemplate(await templates.insertTemplate(deps.db, caller.teamId, newId(), fields, new Date()));
+  return deps.db.transaction().execute(async (tx) => {
+    const row = await templates.insertTemplate(tx, caller.teamId, newId(), fields, new Date());
+    await audit(tx, caller, { action: 'template.created', targetType: 'template', targetId: row.id });
+    return toTemplate(row);
+  });
 }
 
 export async function listTemplates(deps: TemplateDeps, caller: Caller, query: { page: number; limit: number }) {
@@ -69,16 +74,21 @@ export async function updateTemplate(deps: TemplateDeps, caller: Caller, { templ
       text: changes.text !== undefined ? changes.text : current.text,
       content: changes.content !== undefined ? changes.content : current.content,
     });
-    return toTemplate((await templates.updateTemplate(tx, caller.teamId, templateId, fields, new Date()))!);
+    const updated = (await templates.updateTemplate(tx, caller.teamId, templateId, fields, new Date()))!;
+    await audit(tx, caller, { action: 'template.updated', targetType: 'template', targetId: templateId });
+    return toTemplate(updated);
   });
 }
 
 export async function deleteTemplate(deps: TemplateDeps, caller: Caller, { templateId }: { templateId: string }) {
   assertTeamWide(caller, TEAM_WIDE);
-  const user = await automationUsingTemplate(deps.db, caller.teamId, templateId);
-  if (user) throw conflict(`Template ${templateId} is sent by automation ${user.id} (${user.name}); change its steps or delete it first`);
-  if (!(await templates.deleteTemplate(deps.db, caller.teamId, templateId))) throw notFound('Template');
-  return { id: templateId, success: true };
+  return deps.db.transaction().execute(async (tx) => {
+    const user = await automationUsingTemplate(tx, caller.teamId, templateId);
+    if (user) throw conflict(`Template ${templateId} is sent by automation ${user.id} (${user.name}); change its steps or delete it first`);
+    if (!(await templates.deleteTemplate(tx, caller.teamId, templateId))) throw notFound('Template');
+    await audit(tx, caller, { action: 'template.deleted', targetType: 'template', targetId: templateId });
+    return { id: templateId, success: true };
+  });
 }
 
 /** The team's templates these ids name; any id the team has no template of is a 404. */

@@ -4,6 +4,7 @@ import type { CallRow } from '../data/webhook-calls.js';
 import * as webhooks from '../data/webhooks.js';
 import type { WebhookChanges, WebhookRow } from '../data/webhooks.js';
 import type { WebhookCallStatus } from '../db/schema.js';
+import { audit } from '../events/audit.js';
 import { EVENT_TYPES, type Event, type EventType } from '../events/contract.js';
 import type { Deps } from '../deps.js';
 import { conflict, notFound, type ErrorDetail } from '../errors.js';
@@ -123,13 +124,15 @@ export async function createWebhook(deps: WebhookDeps, caller: Caller, input: We
     if ((await webhooks.countWebhooks(tx, caller.teamId)) >= MAX_WEBHOOKS_PER_TEAM) {
       throw conflict(`A team may have at most ${MAX_WEBHOOKS_PER_TEAM} webhooks; delete one first`);
     }
-    return webhooks.insertWebhook(
+    const created = await webhooks.insertWebhook(
       tx,
       caller.teamId,
       newSortableId(),
       { url: fields.url!, description: fields.description ?? null, events: fields.events ?? [], domainIds: fields.domainIds ?? [], secret: deps.keyVault.sealText(secret) },
       new Date(),
     );
+    await audit(tx, caller, { action: 'webhook.created', targetType: 'webhook', targetId: created.id });
+    return created;
   });
   return withSecret(deps, row, secret);
 }
@@ -166,21 +169,30 @@ export async function updateWebhook(deps: WebhookDeps, caller: Caller, { webhook
       // Re-activated: its run of failed calls starts again.
       if (status === 'ACTIVE') changes.failedInARow = 0;
     }
-    return toWebhook((await webhooks.updateWebhook(tx, caller.teamId, webhookId, changes, new Date()))!);
+    const updated = (await webhooks.updateWebhook(tx, caller.teamId, webhookId, changes, new Date()))!;
+    await audit(tx, caller, { action: 'webhook.updated', targetType: 'webhook', targetId: webhookId });
+    return toWebhook(updated);
   });
 }
 
 export async function deleteWebhook(deps: WebhookDeps, caller: Caller, { webhookId }: { webhookId: string }) {
   assertTeamWide(caller, TEAM_WIDE);
-  if (!(await webhooks.deleteWebhook(deps.db, caller.teamId, webhookId))) throw notFound('Webhook');
-  return { id: webhookId, success: true };
+  return deps.db.transaction().execute(async (tx) => {
+    if (!(await webhooks.deleteWebhook(tx, caller.teamId, webhookId))) throw notFound('Webhook');
+    await audit(tx, caller, { action: 'webhook.deleted', targetType: 'webhook', targetId: webhookId });
+    return { id: webhookId, success: true };
+  });
 }
 
 export async function rotateWebhookSecret(deps: WebhookDeps, caller: Caller, { webhookId }: { webhookId: string }) {
   assertTeamWide(caller, TEAM_WIDE);
   const secret = newWebhookSecret();
-  const row = await webhooks.updateWebhook(deps.db, caller.teamId, webhookId, { secret: deps.keyVault.sealText(secret) }, new Date());
-  if (!row) throw notFound('Webhook');
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const rotated = await webhooks.updateWebhook(tx, caller.teamId, webhookId, { secret: deps.keyVault.sealText(secret) }, new Date());
+    if (!rotated) throw notFound('Webhook');
+    await audit(tx, caller, { action: 'webhook.secretRotated', targetType: 'webhook', targetId: webhookId });
+    return rotated;
+  });
   return withSecret(deps, row, secret);
 }
 
@@ -191,7 +203,11 @@ export async function testWebhook(deps: WebhookDeps, caller: Caller, { webhookId
     throw conflict(`Webhook ${webhookId} is ${webhook.status}; only an ACTIVE webhook is called: set its status to ACTIVE first`);
   }
   const event: Event = { type: 'webhook.test', data: { webhookId, message: TEST_CALL_MESSAGE } };
-  const call = await calls.insertCall(deps.db, { teamId: caller.teamId, webhookId, subjectKey: null, ...event }, new Date());
+  const call = await deps.db.transaction().execute(async (tx) => {
+    const inserted = await calls.insertCall(tx, { teamId: caller.teamId, webhookId, subjectKey: null, ...event }, new Date());
+    await audit(tx, caller, { action: 'webhook.tested', targetType: 'webhook', targetId: webhookId });
+    return inserted;
+  });
   deps.signals.emit('webhookCallsDue');
   return toCall(call);
 }
@@ -226,7 +242,11 @@ export async function getWebhookCall(deps: WebhookDeps, caller: Caller, { webhoo
 
 export async function retryWebhookCall(deps: WebhookDeps, caller: Caller, { webhookId, callId }: { webhookId: string; callId: string }) {
   assertTeamWide(caller, TEAM_WIDE);
-  const retried = await calls.retryCall(deps.db, caller.teamId, webhookId, callId, new Date());
+  const retried = await deps.db.transaction().execute(async (tx) => {
+    const call = await calls.retryCall(tx, caller.teamId, webhookId, callId, new Date());
+    if (call) await audit(tx, caller, { action: 'webhookCall.retried', targetType: 'webhookCall', targetId: callId });
+    return call;
+  });
   if (retried) {
     deps.signals.emit('webhookCallsDue');
     return toCall(retried);

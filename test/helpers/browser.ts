@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Role } from '../../src/people/caller.js';
 import { inviteUser } from '../../src/people/team.js';
 import { startTestServer, type TestServer } from './server.js';
 
@@ -21,13 +22,28 @@ export const PASSWORD = 'correct horse battery staple';
 export type SignedIn = { context: BrowserContext; page: Page; email: string; userId: string };
 
 /**
+ * Invites a person into `teamId` as the operator's CLI does (no role given: the team's first person
+ * is its owner, later ones members). The link names PUBLIC_URL, which in a test server says port 0:
+ * `inviteUrl` is rebased on the server's own address.
+ */
+export async function invitePerson(server: TestServer, teamId: number, email: string, role?: Role) {
+  const invited = await inviteUser(server.deps, { teamId, domainId: null }, { email, role });
+  return { ...invited, inviteUrl: server.url + new URL(invited.inviteUrl).pathname };
+}
+
+/**
  * A person of `teamId`, invited as the CLI would, who follows the link, chooses a password and is
  * signed in: the same steps a new user takes, in a browser context of their own.
  */
-export async function signedIn(browser: Browser, server: TestServer, teamId: number, options: { email?: string; viewport?: { width: number; height: number } } = {}): Promise<SignedIn> {
+export async function signedIn(
+  browser: Browser,
+  server: TestServer,
+  teamId: number,
+  options: { email?: string; role?: Role; viewport?: { width: number; height: number } } = {},
+): Promise<SignedIn> {
   const email = options.email ?? `person-${teamId}-${Math.random().toString(36).slice(2, 8)}@example.test`;
-  const invite = await inviteUser(server.deps, { teamId, email, publicUrl: server.url });
-  return { ...(await acceptInvite(browser, server.url, invite.inviteUrl, options.viewport)), email, userId: invite.userId };
+  const invited = await invitePerson(server, teamId, email, options.role);
+  return { ...(await acceptInvite(browser, server.url, invited.inviteUrl, options.viewport)), email, userId: invited.userId };
 }
 
 /** Follows an invite link in a new browser context, chooses the password and lands signed in on the overview. */

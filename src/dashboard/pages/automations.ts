@@ -6,7 +6,7 @@ import { namedSteps, type Filter } from '../../audience/segment-filter.js';
 import { ApiError, notFound, type ErrorDetail } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import { callApi } from '../api-call.js';
-import { formValues, invalidInput, verifiedDomains } from '../forms.js';
+import { assertMayChange, formValues, invalidInput, mayChange, verifiedDomains } from '../forms.js';
 import { actionButton, badge, card, copyable, csrfField, done, field, formError, heading, page, pager, select, table, textArea, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
@@ -56,10 +56,11 @@ function listPage(deps: AppDeps) {
   return async (c: C) => {
     const current = Math.max(1, Number.parseInt(c.req.query('page') ?? '', 10) || 1);
     const [list, allBooks] = await Promise.all([callApi<{ data: Automation[]; totalPage: number }>(c, deps, 'get', '/automations', { query: { page: String(current) } }), books(c, deps)]);
+    const creates = mayChange(c, 'automations');
     return page(c, {
       title: 'Automations',
       section: 'Automations',
-      body: html`${heading('Automations', html`<a class="button" href="/automations/new">New automation</a>`)}
+      body: html`${heading('Automations', creates ? html`<a class="button" href="/automations/new">New automation</a>` : undefined)}
 <p class="muted">Each contact a trigger starts walks the steps on its own: waits, emails from templates, conditions on a segment filter, property changes.</p>
 ${table(
   list.data,
@@ -71,7 +72,7 @@ ${table(
     { label: 'Completed', className: 'num', cell: (row) => count(row.runs.completed) },
     { label: 'Exited', className: 'num', cell: (row) => count(row.runs.exited) },
   ],
-  html`No automations yet. <a href="/automations/new">Make one</a> to welcome new contacts or answer their events.`,
+  creates ? html`No automations yet. <a href="/automations/new">Make one</a> to welcome new contacts or answer their events.` : 'No automations yet.',
 )}
 ${pager('/automations', {}, current, current < list.totalPage)}`,
     });
@@ -149,7 +150,8 @@ const COUNTERS = ['entered', 'waiting', 'completed', 'exited'] as const;
 const counters = (counter: Counter | undefined) =>
   html`<p class="step-counters">${COUNTERS.map((key) => html`<span>${key} <strong data-counter="${key}">${count(counter?.[key] ?? 0)}</strong></span>`)}</p>`;
 
-type TreeContext = { c: C; automation: Automation; names: Map<string, string>; byStep: Map<string, Counter> };
+/** What the step tree is drawn with; `changes`: whether the person may change the steps (and so gets their buttons). */
+type TreeContext = { c: C; automation: Automation; names: Map<string, string>; byStep: Map<string, Counter>; changes: boolean };
 
 function stepActions(tree: TreeContext, step: Step, index: number, length: number) {
   const { c, automation } = tree;
@@ -174,16 +176,16 @@ function stepTree(tree: TreeContext, steps: Step[], place: Place): Html {
 <div class="step-head"><span class="step-type">${STEP_LABELS[step.type]}</span> <code class="step-id">${step.id}</code></div>
 <div class="step-words">${stepWords(step, tree.names)}</div>
 ${counters(tree.byStep.get(step.id))}
-${stepActions(tree, step, index, steps.length)}
+${tree.changes ? stepActions(tree, step, index, steps.length) : ''}
 ${step.type === 'condition'
   ? html`<div class="branches">${(['then', 'else'] as const).map(
       (branch) => html`<div class="branch branch-${branch}"><p class="branch-head">${branch === 'then' ? 'Then (it matches)' : 'Else (it does not)'}</p>${
         step[branch].length ? stepTree(tree, step[branch], branchPlace(step.id, branch)) : html`<p class="muted">No steps: the run goes on after the condition.</p>`
-      }${addHere(tree.automation, branchPlace(step.id, branch))}</div>`,
+      }${tree.changes ? addHere(tree.automation, branchPlace(step.id, branch)) : ''}</div>`,
     )}</div>`
   : ''}
 </li>`,
-  )}</ol>${place === TOP ? addHere(tree.automation, TOP) : ''}`;
+  )}</ol>${place === TOP && tree.changes ? addHere(tree.automation, TOP) : ''}`;
 }
 
 /** Where a new step goes, in words. */
@@ -205,10 +207,14 @@ async function automationPage(c: C, deps: AppDeps, automationId: string, problem
   const automation = await getAutomation(c, deps, automationId);
   const [allBooks, allTemplates] = await Promise.all([books(c, deps), templates(c, deps)]);
   const base = automationPath(automation.id);
-  const tree: TreeContext = { c, automation, names: new Map(allTemplates.map((t) => [t.id, t.name])), byStep: new Map(automation.counters.map((counter) => [counter.stepId, counter])) };
+  const changes = mayChange(c, 'automations');
+  const tree: TreeContext = { c, automation, names: new Map(allTemplates.map((t) => [t.id, t.name])), byStep: new Map(automation.counters.map((counter) => [counter.stepId, counter])), changes };
   const errors = problems.errors ?? [];
-  const actions = html`${STATUS_MOVES[automation.status].map((move) => actionButton(c, `${base}/status`, move.label, { kind: move.status === 'PAUSED' ? 'secondary' : undefined, fields: { status: move.status } }))}
-<a class="button secondary" href="${base}/runs">Runs</a><a class="button secondary danger-link" href="${base}/delete">Delete</a>`;
+  const runs = html`<a class="button secondary" href="${base}/runs">Runs</a>`;
+  const actions = !changes
+    ? runs
+    : html`${STATUS_MOVES[automation.status].map((move) => actionButton(c, `${base}/status`, move.label, { kind: move.status === 'PAUSED' ? 'secondary' : undefined, fields: { status: move.status } }))}
+${runs}<a class="button secondary danger-link" href="${base}/delete">Delete</a>`;
   return page(c, {
     title: automation.name,
     section: 'Automations',
@@ -229,19 +235,31 @@ ${heading(automation.name, actions)}
 <dt>ID</dt><dd>${copyable(automation.id)}</dd>
 </dl>
 </section>
-<section class="panel">
-<h2>Settings</h2>
-<form class="stack" method="post" action="${base}/settings">${csrfField(c)}
-${field('name', 'Name', { value: automation.name, required: true })}
-<label class="check"><input type="checkbox" name="allowReentry" value="true"${automation.allowReentry ? html` checked` : ''}> Let a contact walk it again once a run of theirs ends</label>
-<div class="row-actions"><button type="submit" class="secondary">Save settings</button></div>
-</form>
-</section>
+${changes ? settingsForm(c, automation) : ''}
 </div>
 <h2 id="steps">Steps</h2>
 ${errors.length > 0 ? html`<div class="form-error" role="alert">The steps were not saved:${problemList(errors)}</div>` : ''}
 <div class="panel step-tree">${stepTree(tree, automation.steps as Step[], TOP)}</div>
-<form class="filters panel" method="get" action="${base}/steps/new">
+${changes ? stepForms(c, automation, problems) : ''}`,
+  });
+}
+
+/** The automation's name and reentry, to change. */
+function settingsForm(c: C, automation: Automation) {
+  return html`<section class="panel">
+<h2>Settings</h2>
+<form class="stack" method="post" action="${automationPath(automation.id)}/settings">${csrfField(c)}
+${field('name', 'Name', { value: automation.name, required: true })}
+<label class="check"><input type="checkbox" name="allowReentry" value="true"${automation.allowReentry ? html` checked` : ''}> Let a contact walk it again once a run of theirs ends</label>
+<div class="row-actions"><button type="submit" class="secondary">Save settings</button></div>
+</form>
+</section>`;
+}
+
+/** Adding a step where the person chooses, and the whole list as JSON. */
+function stepForms(c: C, automation: Automation, problems: PageProblems) {
+  const base = automationPath(automation.id);
+  return html`<form class="filters panel" method="get" action="${base}/steps/new">
 ${select('type', 'Step', STEP_TYPES.map((type) => ({ value: type, label: STEP_LABELS[type] })), { value: 'send' })}
 ${select('place', 'Where', placesOf(automation.steps as Step[]).map((place) => ({ value: place.value, label: placeWords(place.value) })), { value: TOP })}
 <button type="submit" class="secondary">Add a step</button>
@@ -251,8 +269,7 @@ ${select('place', 'Where', placesOf(automation.steps as Step[]).map((place) => (
 ${textArea('steps', 'Steps', { value: problems.stepsText ?? JSON.stringify(automation.steps, null, 2), rows: 16, hint: 'The whole list as the API takes it. Keep each step’s id to keep its runs on it; a step without one is new.' })}
 <div class="row-actions"><button type="submit" class="secondary">Save steps</button></div>
 </form>
-</details>`,
-  });
+</details>`;
 }
 
 const problemList = (errors: readonly ErrorDetail[]) => html`<ul>${errors.map((error) => html`<li>${error.path ? html`<code>${error.path}</code> ` : ''}${error.message}</li>`)}</ul>`;
@@ -306,6 +323,8 @@ async function refusedStep(c: C, deps: AppDeps, automation: Automation, form: { 
 
 /** Saves a new or changed step (the whole list with it), or shows its form again with the service's errors. */
 async function submitStep(c: C, deps: AppDeps, stepId?: string) {
+  // Refused before the step is read, as the API would refuse the call.
+  assertMayChange(c, 'automations');
   const automation = await getAutomation(c, deps, c.req.param('id')!);
   const values = await formValues(c);
   const type = stepTypeOf(values.type);
@@ -346,6 +365,7 @@ async function stepPage(c: C, deps: AppDeps, automation: Automation, form: { typ
 
 /** A change made on the automation's page (a move, a removal, the JSON): saved, or the page again with the service's errors. */
 async function changeSteps(c: C, deps: AppDeps, change: (steps: Step[], values: Record<string, string>) => StepInput[] | null, stepsText?: (values: Record<string, string>) => string) {
+  assertMayChange(c, 'automations');
   const automation = await getAutomation(c, deps, c.req.param('id')!);
   const values = await formValues(c);
   try {
@@ -431,7 +451,10 @@ async function countCondition(c: C, deps: AppDeps) {
 export function automationsPages(deps: AppDeps) {
   const app = section(deps, '/automations');
   app.get('/', listPage(deps));
-  app.get('/new', (c) => newPage(c, deps, { values: {} }));
+  app.get('/new', (c) => {
+    assertMayChange(c, 'automations');
+    return newPage(c, deps, { values: {} });
+  });
   app.post('/new', (c) => createAutomation(c, deps));
 
   app.get('/:id', (c) => automationPage(c, deps, c.req.param('id')));
@@ -454,7 +477,10 @@ export function automationsPages(deps: AppDeps) {
     return done(c, automationPath(automationId), 'Settings saved');
   });
 
-  app.get('/:id/delete', async (c) => deletePage(c, await getAutomation(c, deps, c.req.param('id'))));
+  app.get('/:id/delete', async (c) => {
+    assertMayChange(c, 'automations');
+    return deletePage(c, await getAutomation(c, deps, c.req.param('id')));
+  });
   app.post('/:id/delete', async (c) => {
     const automation = await getAutomation(c, deps, c.req.param('id'));
     await callApi(c, deps, 'delete', ROUTE, { params: { automationId: automation.id } });
@@ -464,6 +490,7 @@ export function automationsPages(deps: AppDeps) {
   app.post('/:id/count', (c) => countCondition(c, deps));
 
   app.get('/:id/steps/new', async (c) => {
+    assertMayChange(c, 'automations');
     const automation = await getAutomation(c, deps, c.req.param('id'));
     const place = c.req.query('place') || TOP;
     if (!placeExists(automation.steps as Step[], place)) throw notFound('Place for the step');
@@ -475,6 +502,7 @@ export function automationsPages(deps: AppDeps) {
   app.post('/:id/steps', (c) => changeSteps(c, deps, (_, values) => typedSteps(values), (values) => values.steps ?? ''));
 
   app.get('/:id/steps/:stepId', async (c) => {
+    assertMayChange(c, 'automations');
     const automation = await getAutomation(c, deps, c.req.param('id'));
     const step = findStep(automation.steps as Step[], c.req.param('stepId'));
     if (!step) throw notFound('Step');

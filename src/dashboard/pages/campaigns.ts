@@ -12,7 +12,7 @@ import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, card, CHART_COLOURS, copyable, csrfField, done, field, formError, heading, lineChart, page, pager, progress, select, table, textArea, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { formErrors, formValues, given, invalidInput, senderField, verifiedDomains, type FormErrors } from '../forms.js';
+import { assertMayChange, formErrors, formValues, given, invalidInput, mayChange, senderField, verifiedDomains, type FormErrors } from '../forms.js';
 import { mailBody, mailFrame } from './mail-content.js';
 import { segmentPath, type Segment } from './segment-form.js';
 
@@ -72,10 +72,11 @@ function listPage(deps: AppDeps) {
     const list = await callApi<{ campaigns: Campaign[]; totalPage: number }>(c, deps, 'get', '/campaigns', { query: { ...query, page: pageNumber } });
     const current = Number(pageNumber);
     const filtered = !!(query.search || query.status);
+    const creates = mayChange(c, 'campaigns');
     return page(c, {
       title: 'Campaigns',
       section: 'Campaigns',
-      body: html`${heading('Campaigns', html`<a class="button" href="/campaigns/new">New campaign</a>`)}
+      body: html`${heading('Campaigns', creates ? html`<a class="button" href="/campaigns/new">New campaign</a>` : undefined)}
 <form class="filters" method="get" action="/campaigns" role="search">
 ${field('search', 'Search', { type: 'search', value: query.search, placeholder: 'Name or subject' })}
 ${select('status', 'Status', [{ value: '', label: 'All statuses' }, ...STATUSES.map((status) => ({ value: status, label: status }))], { value: query.status })}
@@ -92,7 +93,9 @@ ${table(
   ],
   filtered
     ? html`No campaign matches these filters. <a href="/campaigns">Show all campaigns</a>`
-    : html`No campaigns yet. <a href="/campaigns/new">Create the first one</a> to mail a contact book.`,
+    : creates
+      ? html`No campaigns yet. <a href="/campaigns/new">Create the first one</a> to mail a contact book.`
+      : 'No campaigns yet.',
 )}
 ${pager('/campaigns', query, current, current < list.totalPage)}`,
     });
@@ -224,7 +227,7 @@ function campaignPage(deps: AppDeps) {
       contactBookId && segmentId ? callApi<Segment>(c, deps, 'get', '/contactBooks/{contactBookId}/segments/{segmentId}', { params: { contactBookId, segmentId } }) : null,
     ]);
     const base = `/campaigns/${campaign.id}`;
-    const actions = html`${campaign.status === 'DRAFT' ? actionButton(c, `${base}/send`, 'Send now', { confirm: `Send “${campaign.name}” to ${segment ? `the segment “${segment.name}”` : 'its contact book'} now?` }) : ''}
+    const actions = !mayChange(c, 'campaigns') ? undefined : html`${campaign.status === 'DRAFT' ? actionButton(c, `${base}/send`, 'Send now', { confirm: `Send “${campaign.name}” to ${segment ? `the segment “${segment.name}”` : 'its contact book'} now?` }) : ''}
 ${campaign.status === 'SCHEDULED' || campaign.status === 'RUNNING' ? actionButton(c, `${base}/pause`, 'Pause', { kind: 'secondary' }) : ''}
 ${campaign.status === 'PAUSED' ? actionButton(c, `${base}/resume`, 'Resume') : ''}
 ${actionButton(c, `${base}/delete`, 'Delete', { kind: 'danger', confirm: `Delete “${campaign.name}”? Its mail not yet sent is cancelled.` })}`;
@@ -278,6 +281,7 @@ export function campaignsPages(deps: AppDeps) {
   app.get('/', listPage(deps));
 
   app.get('/new', async (c) => {
+    assertMayChange(c, 'campaigns');
     const templateId = c.req.query('templateId');
     // A segment's "Send a campaign" link names its book and itself.
     const audience = { contactBookId: c.req.query('contactBookId') ?? '', segmentId: c.req.query('segmentId') ?? '' };

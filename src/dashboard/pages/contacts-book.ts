@@ -6,7 +6,7 @@ import { contactsCsv } from '../../services/contact-csv.js';
 import { listContacts } from '../../services/contacts.js';
 import { callApi, callerOf } from '../api-call.js';
 import { actionButton, csrfField, done, field, formError, heading, page, pager, select, table, time } from '../layout.js';
-import { correctable, formValues } from '../forms.js';
+import { assertMayChange, correctable, formValues, mayChange } from '../forms.js';
 import type { DashboardEnv } from '../session.js';
 import { bookPath, deleteBookButton, getBook, type Book, type Contact, type Errors } from './contacts-common.js';
 import { segmentsPath } from './segment-form.js';
@@ -81,16 +81,23 @@ async function bookPage(c: Context<DashboardEnv>, deps: AppDeps) {
   const back = { back: url.pathname + url.search };
   const filtered = filter.q !== '' || filter.subscribed !== '';
   const first = (filter.page - 1) * PAGE_SIZE + 1;
+  const changes = mayChange(c, 'audience');
+  const segments = html`<a class="button secondary" href="${segmentsPath(book.id)}">Segments</a>`;
+  const exported = html`<a class="button secondary" href="${path}/export.csv" download>Export CSV</a>`;
   const empty = filtered
     ? html`No contact matches this search. <a href="${path}">Show all contacts</a>`
-    : html`This book has no contacts yet. <a href="${path}/new">Add one</a> or <a href="${path}/import">import a CSV file</a>.`;
+    : changes
+      ? html`This book has no contacts yet. <a href="${path}/new">Add one</a> or <a href="${path}/import">import a CSV file</a>.`
+      : 'This book has no contacts yet.';
   return page(c, {
     title: book.name,
     section: 'Contacts',
     body: html`<p><a href="/contacts">← Contact books</a></p>
 ${heading(
   `${book.emoji} ${book.name}`,
-  html`<a class="button" href="${path}/new">Add contact</a><a class="button secondary" href="${segmentsPath(book.id)}">Segments</a><a class="button secondary" href="${path}/import">Import CSV</a><a class="button secondary" href="${path}/export.csv" download>Export CSV</a><a class="button secondary" href="${path}/edit">Rename</a>${deleteBookButton(c, book)}`,
+  changes
+    ? html`<a class="button" href="${path}/new">Add contact</a>${segments}<a class="button secondary" href="${path}/import">Import CSV</a>${exported}<a class="button secondary" href="${path}/edit">Rename</a>${deleteBookButton(c, book)}`
+    : html`${segments}${exported}`,
 )}
 <p class="muted">${book._count.contacts.toLocaleString('en')} contact${book._count.contacts === 1 ? '' : 's'} · created ${time(book.createdAt)}${
       book.doubleOptInEnabled ? ' · double opt-in: new contacts are subscribed once they confirm' : ''
@@ -109,16 +116,31 @@ ${table(
       cell: (contact) => html`<a href="${contactPath(book.id, contact.id)}">${breakableAddress(contact.email)}</a>${fullName(contact) ? html`<br><small class="muted">${fullName(contact)}</small>` : ''}`,
     },
     { label: 'Status', cell: statusBadge },
-    {
-      label: 'Actions',
-      cell: (contact) => html`<div class="row-actions">${
-        contact.subscribed ? actionButton(c, `${contactPath(book.id, contact.id)}/unsubscribe`, 'Unsubscribe', { kind: 'secondary', fields: back }) : ''
-      }${actionButton(c, `${contactPath(book.id, contact.id)}/delete`, 'Delete', { kind: 'danger', confirm: `Delete ${contact.email} from this book?`, fields: back })}</div>`,
-    },
+    ...(changes ? [{ label: 'Actions', cell: (contact: Contact) => rowActions(c, book, contact, back) }] : []),
   ],
   empty,
 )}
 ${pager(path, { q: filter.q, subscribed: filter.subscribed }, filter.page, filter.page * PAGE_SIZE < total)}`,
+  });
+}
+
+const rowActions = (c: Context<DashboardEnv>, book: Book, contact: Contact, back: Record<string, string>) =>
+  html`<div class="row-actions">${
+    contact.subscribed ? actionButton(c, `${contactPath(book.id, contact.id)}/unsubscribe`, 'Unsubscribe', { kind: 'secondary', fields: back }) : ''
+  }${actionButton(c, `${contactPath(book.id, contact.id)}/delete`, 'Delete', { kind: 'danger', confirm: `Delete ${contact.email} from this book?`, fields: back })}</div>`;
+
+/** A contact as a role that may not change it reads it: its facts, without the form. */
+function contactFacts(c: Context<DashboardEnv>, book: Book, contact: Contact) {
+  return page(c, {
+    title: contact.email,
+    section: 'Contacts',
+    body: html`<p><a href="${bookPath(book.id)}">← ${book.emoji} ${book.name}</a></p>
+${heading(contact.email)}
+<div class="panel"><dl class="facts">
+<dt>Name</dt><dd>${fullName(contact) || html`<span class="muted">—</span>`}</dd>
+<dt>Status</dt><dd>${statusBadge(contact)}</dd>
+<dt>Added</dt><dd>${time(contact.createdAt)}</dd>
+</dl></div>`,
   });
 }
 
@@ -188,6 +210,7 @@ export function bookPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.get('/:bookId', (c) => bookPage(c, deps));
 
   app.get('/:bookId/new', async (c) => {
+    assertMayChange(c, 'audience');
     const book = await getBook(c, deps, c.req.param('bookId'));
     return contactPage(c, book, { values: { email: '', firstName: '', lastName: '', subscribed: true } });
   });
@@ -206,6 +229,7 @@ export function bookPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.get('/:bookId/contacts/:contactId', async (c) => {
     const book = await getBook(c, deps, c.req.param('bookId'));
     const contact = await contactOf(c, book.id);
+    if (!mayChange(c, 'audience')) return contactFacts(c, book, contact);
     return contactPage(c, book, { values: valuesOfContact(contact) }, contact);
   });
 

@@ -8,6 +8,7 @@ import { ApiError, badRequest } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import { ContactCsvReader, CSV_COLUMNS, CsvFormatError, MAX_RECORD_CHARS, type CsvContact } from '../../services/contact-csv.js';
 import { callApi } from '../api-call.js';
+import { assertMayChange } from '../forms.js';
 import { csrfMeta, heading, page, table } from '../layout.js';
 import type { DashboardEnv } from '../session.js';
 import { bookPath, getBook } from './contacts-common.js';
@@ -146,6 +147,7 @@ async function drain(source: Readable) {
 /** The CSV import: its page, and the upload it sends (the file as the raw request body, see app.js). */
 export function importPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.get('/:bookId/import', async (c) => {
+    assertMayChange(c, 'audience');
     const book = await getBook(c, deps, c.req.param('bookId'));
     const path = bookPath(book.id);
     return page(c, {
@@ -169,7 +171,9 @@ ${heading('Import contacts from CSV')}
 
   app.post('/:bookId/import', async (c) => {
     try {
-      // Before reading a byte: another team's book is a 404 like a missing one.
+      // Before reading a byte: a role that may not change contacts is refused (an empty file would
+      // otherwise make no call that checks it), and another team's book is a 404 like a missing one.
+      assertMayChange(c, 'audience');
       const book = await getBook(c, deps, c.req.param('bookId'));
       if (!c.req.raw.body) throw badRequest('Choose a CSV file to import.');
       const source = Readable.fromWeb(c.req.raw.body as NodeReadableStream<Uint8Array>);

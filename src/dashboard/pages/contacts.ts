@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../../http/deps.js';
 import { callApi } from '../api-call.js';
 import { csrfField, done, field, formError, heading, page, table, time } from '../layout.js';
-import { correctable, formValues } from '../forms.js';
+import { assertMayChange, correctable, formValues, mayChange } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 import { bookPages } from './contacts-book.js';
@@ -16,28 +16,28 @@ type BookForm = { name?: string; emoji?: string; errors?: Errors; status?: Conte
 async function booksPage(c: Context<DashboardEnv>, deps: AppDeps, form: BookForm = {}) {
   const books = await callApi<Book[]>(c, deps, 'get', '/contactBooks');
   const errors = form.errors ?? {};
+  const changes = mayChange(c, 'audience');
   return page(c, {
     title: 'Contacts',
     section: 'Contacts',
     status: form.status,
     body: html`${heading('Contacts')}
-${formError(errors[''])}
+${changes ? html`${formError(errors[''])}
 <form method="post" action="/contacts" class="filters">${csrfField(c)}
 ${field('name', 'New contact book', { value: form.name, error: errors.name, required: true, placeholder: 'Newsletter readers' })}
 <button type="submit">Create book</button>
-</form>
+</form>` : ''}
 ${table(
   books,
   [
     { label: 'Book', cell: (book) => html`<a href="${bookPath(book.id)}">${book.emoji} ${book.name}</a>` },
     { label: 'Contacts', cell: (book) => book._count.contacts.toLocaleString('en'), className: 'num' },
     { label: 'Created', cell: (book) => time(book.createdAt) },
-    {
-      label: 'Actions',
-      cell: (book) => html`<div class="row-actions"><a class="button secondary" href="${bookPath(book.id)}/edit">Rename</a>${deleteBookButton(c, book)}</div>`,
-    },
+    ...(changes
+      ? [{ label: 'Actions', cell: (book: Book) => html`<div class="row-actions"><a class="button secondary" href="${bookPath(book.id)}/edit">Rename</a>${deleteBookButton(c, book)}</div>` }]
+      : []),
   ],
-  'No contact books yet. Create one above, then add contacts or import a CSV file.',
+  changes ? 'No contact books yet. Create one above, then add contacts or import a CSV file.' : 'No contact books yet.',
 )}`,
   });
 }
@@ -79,7 +79,10 @@ export function contactsPages(deps: AppDeps) {
     }
   });
 
-  app.get('/:bookId/edit', async (c) => renamePage(c, await getBook(c, deps, c.req.param('bookId'))));
+  app.get('/:bookId/edit', async (c) => {
+    assertMayChange(c, 'audience');
+    return renamePage(c, await getBook(c, deps, c.req.param('bookId')));
+  });
 
   app.post('/:bookId/edit', async (c) => {
     const book = await getBook(c, deps, c.req.param('bookId'));

@@ -6,7 +6,7 @@ import { transportOf } from '../../sending/transports/index.js';
 import type { Domain } from '../../services/domains.js';
 import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, select, table, time } from '../layout.js';
-import { BLANK_FORM, correctable, formValues, type Form } from '../forms.js';
+import { BLANK_FORM, correctable, formValues, mayChange, type Form } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 
@@ -32,6 +32,7 @@ function sandboxNote(deps: AppDeps) {
 const zoneOf = (domain: Domain) => (domain.subdomain ? domain.name.slice(domain.subdomain.length + 1) : domain.name);
 
 function listPage(c: Ctx, deps: AppDeps, domains: Domain[], form: Form, status: 200 | 400 | 409 = 200) {
+  const adds = mayChange(c, 'domains');
   return page(c, {
     title: 'Domains',
     section: 'Domains',
@@ -46,10 +47,16 @@ ${table(
     { label: 'Tracking', cell: tracking },
     { label: 'Added', cell: (d) => time(d.createdAt) },
   ],
-  'No domains yet. Add the domain you send mail from below: you will get the DNS records that prove it is yours.',
+  adds ? 'No domains yet. Add the domain you send mail from below: you will get the DNS records that prove it is yours.' : 'No domains yet.',
 )}
 ${domains.some((d) => d.sandbox) ? sandboxNote(deps) : ''}
-<h2>Add a domain</h2>
+${adds ? addForm(c, deps, form) : ''}`,
+  });
+}
+
+/** The form that adds a domain, with what was wrong with the last one sent. */
+function addForm(c: Ctx, deps: AppDeps, form: Form) {
+  return html`<h2>Add a domain</h2>
 <section class="panel">
 ${formError(form.errors[''])}
 <form method="post" action="/domains" class="stack">
@@ -64,8 +71,7 @@ ${field('name', 'Domain name', {
 ${regionChoice(deps) ? select('region', 'Region', deps.config.regions.map((r) => ({ value: r, label: r })), { value: form.values.region, error: form.errors.region }) : ''}
 <div><button type="submit">Add domain</button></div>
 </form>
-</section>`,
-  });
+</section>`;
 }
 
 // Name and value stacked in one cell: side by side, the long DKIM value squeezes the name into a
@@ -101,6 +107,7 @@ const checkbox = (name: string, label: string, checked: boolean, hint: string) =
 function domainPage(c: Ctx, deps: AppDeps, domain: Domain) {
   const base = `/domains/${domain.id}`;
   const verified = domain.status === 'SUCCESS';
+  const changes = mayChange(c, 'domains');
   return page(c, {
     title: domain.name,
     section: 'Domains',
@@ -108,7 +115,7 @@ function domainPage(c: Ctx, deps: AppDeps, domain: Domain) {
 ${heading(
   domain.name,
   // The sandbox domain has no records to check and is never deleted.
-  domain.sandbox ? undefined : html`${actionButton(c, `${base}/verify`, verified ? 'Check records again' : 'Verify DNS records')}${actionButton(c, `${base}/delete`, 'Delete domain', {
+  domain.sandbox || !changes ? undefined : html`${actionButton(c, `${base}/verify`, verified ? 'Check records again' : 'Verify DNS records')}${actionButton(c, `${base}/delete`, 'Delete domain', {
     kind: 'danger',
     confirm: `Delete ${domain.name}? Mail can no longer be sent from it, and API keys scoped to it are deleted with it.`,
   })}`,
@@ -130,12 +137,12 @@ ${verified ? '' : 'Mail can be sent from this domain once it is verified.'}</p>
 ${recordsTable(domain)}`}
 <h2>Tracking</h2>
 <section class="panel">
-<form method="post" action="${base}/tracking" class="stack">
+${changes ? html`<form method="post" action="${base}/tracking" class="stack">
 ${csrfField(c)}
 ${checkbox('openTracking', 'Track opens', domain.openTracking, 'Adds an invisible image to HTML mail to count opens.')}
 ${checkbox('clickTracking', 'Track clicks', domain.clickTracking, 'Sends links through Mailroom to count clicks.')}
 <div><button type="submit" class="secondary">Save tracking</button></div>
-</form>
+</form>` : html`<p>${tracking(domain)}</p>`}
 </section>`,
   });
 }

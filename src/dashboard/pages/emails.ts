@@ -9,7 +9,7 @@ import { parseInput } from '../../http/input.js';
 import { emailExtras, SEARCH_WINDOW, searchEmails } from '../../services/email-search.js';
 import { callApi, callerOf } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, fieldErrors, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
-import { correctable, formValues } from '../forms.js';
+import { correctable, formValues, mayChange } from '../forms.js';
 import { section } from '../section.js';
 import { mailBody, mailFrame } from './mail-content.js';
 import type { DashboardEnv } from '../session.js';
@@ -114,7 +114,7 @@ async function emailPage(c: Ctx, deps: AppDeps, emailId: string, form: ScheduleF
   const errors = form.errors ?? {};
   const fact = (label: string, value: unknown) => html`<dt>${label}</dt><dd>${value ?? html`<span class="muted">—</span>`}</dd>`;
   const headers = Object.entries(extras.headers);
-  const schedule = email.latestStatus === 'SCHEDULED'
+  const schedule = email.latestStatus === 'SCHEDULED' && mayChange(c, 'mail')
     ? part(
         html`Scheduled for ${time(email.scheduledAt)}`,
         html`<div class="panel"><form method="post" action="/emails/${email.id}/reschedule" class="stack">${csrfField(c)}

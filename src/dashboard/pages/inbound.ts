@@ -10,7 +10,7 @@ import type { Download } from '../../services/inbound-emails.js';
 import type { InboundRoute } from '../../services/inbound-routes.js';
 import type { toWebhook } from '../../services/webhooks.js';
 import { callApi } from '../api-call.js';
-import { correctable } from '../forms.js';
+import { correctable, mayChange } from '../forms.js';
 import { actionButton, copyable, csrfField, done, field, fieldErrors, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
@@ -155,8 +155,8 @@ async function inboundPage(c: Ctx, deps: AppDeps, form: RouteForm = BLANK, statu
     callApi<{ data: Webhook[] }>(c, deps, 'get', '/webhooks', { query: { limit: '100' } }),
   ]);
   const mail = await receivedList(c, deps, routes);
-  const { values, errors } = form;
   const mxHost = deps.config.inboundMxHost;
+  const changes = mayChange(c, 'inbound');
   return page(c, {
     title: 'Inbound',
     section: 'Inbound',
@@ -169,18 +169,25 @@ async function inboundPage(c: Ctx, deps: AppDeps, form: RouteForm = BLANK, statu
   [
     { label: 'Route', className: 'words', cell: (route) => html`<code class="route-match">${route.match}</code><br><small class="muted route-action">${actionText(route, webhooks)}</small>` },
     { label: 'MX record', cell: mxRecord },
-    {
-      label: '',
-      cell: (route) =>
-        actionButton(c, `/inbound/routes/${encodeURIComponent(route.id)}/delete`, 'Delete', {
-          kind: 'danger',
-          confirm: `Delete the route for ${route.match}? Mail to it is refused from then on; the mail it took stays.`,
-        }),
-    },
+    ...(changes ? [{ label: '', cell: (route: InboundRoute) => deleteButton(c, route) }] : []),
   ],
-  'No routes yet. Add one below to receive mail at an address of a verified domain.',
+  changes ? 'No routes yet. Add one below to receive mail at an address of a verified domain.' : 'No routes yet.',
 )}</div>
-<h2>Add a route</h2>
+${changes ? routeForm(c, form, webhooks) : ''}
+<h2>Received mail</h2>
+${mail.body}`,
+  });
+}
+
+const deleteButton = (c: Ctx, route: InboundRoute) =>
+  actionButton(c, `/inbound/routes/${encodeURIComponent(route.id)}/delete`, 'Delete', {
+    kind: 'danger',
+    confirm: `Delete the route for ${route.match}? Mail to it is refused from then on; the mail it took stays.`,
+  });
+
+/** The form that adds a route, as typed last time with what was wrong with it. */
+function routeForm(c: Ctx, { values, errors }: RouteForm, webhooks: Webhook[]) {
+  return html`<h2>Add a route</h2>
 <section class="panel">
 ${formError(errors[''])}
 <form method="post" action="/inbound" class="stack route-form" novalidate>
@@ -202,10 +209,7 @@ ${select('action', 'Action', ACTIONS, { value: values.action, error: errors.acti
 ${webhooksField(webhooks, values.webhookIds, errors.webhookIds)}
 <div><button type="submit">Add route</button></div>
 </form>
-</section>
-<h2>Received mail</h2>
-${mail.body}`,
-  });
+</section>`;
 }
 
 const fact = (label: string, value: unknown) => html`<dt>${label}</dt><dd>${value === null || value === undefined || value === '' ? html`<span class="muted">—</span>` : value}</dd>`;

@@ -5,7 +5,7 @@ import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import { segmentContacts } from '../../services/segments.js';
 import { callApi, callerOf } from '../api-call.js';
-import { formValues } from '../forms.js';
+import { assertMayChange, formValues, mayChange } from '../forms.js';
 import { actionButton, card, done, formError, heading, page, pager, table, time } from '../layout.js';
 import type { DashboardEnv } from '../session.js';
 import { breakableAddress, contactPath, fullName, PAGE_SIZE, pageNumberOf, statusBadge } from './contacts-book.js';
@@ -46,11 +46,12 @@ async function listPage(c: Ctx, deps: AppDeps) {
   const book = await getBook(c, deps, c.req.param('bookId')!);
   const { data: segments } = await callApi<{ data: Segment[] }>(c, deps, 'get', SEGMENTS_ROUTE, { params: { contactBookId: book.id } });
   const path = segmentsPath(book.id);
+  const changes = mayChange(c, 'audience');
   return page(c, {
     title: `Segments of ${book.name}`,
     section: 'Contacts',
     body: html`<p><a href="${bookPath(book.id)}">← ${book.emoji} ${book.name}</a></p>
-${heading('Segments', html`<a class="button" href="${path}/new">New segment</a>`)}
+${heading('Segments', changes ? html`<a class="button" href="${path}/new">New segment</a>` : undefined)}
 <p class="muted">Saved filters over the book’s ${book._count.contacts.toLocaleString('en')} contact${book._count.contacts === 1 ? '' : 's'}: a campaign can go to one instead of the whole book. Counts are as of now.</p>
 ${table(
   segments,
@@ -61,12 +62,11 @@ ${table(
       cell: (segment) => html`<a href="${segmentPath(book.id, segment.id)}" class="segment-name">${segment.name}</a><br><small class="muted">changed ${time(segment.updatedAt)}</small>`,
     },
     { label: 'Matches', className: 'num', cell: (segment) => html`<span class="segment-count">${segment.count.toLocaleString('en')}</span>` },
-    {
-      label: 'Actions',
-      cell: (segment) => html`<div class="row-actions"><a class="button secondary" href="${segmentPath(book.id, segment.id)}/edit">Edit</a>${deleteButton(c, segment)}</div>`,
-    },
+    ...(changes
+      ? [{ label: 'Actions', cell: (segment: Segment) => html`<div class="row-actions"><a class="button secondary" href="${segmentPath(book.id, segment.id)}/edit">Edit</a>${deleteButton(c, segment)}</div>` }]
+      : []),
   ],
-  html`No segments yet. <a href="${path}/new">Make one</a> to send a campaign to part of this book.`,
+  changes ? html`No segments yet. <a href="${path}/new">Make one</a> to send a campaign to part of this book.` : 'No segments yet.',
 )}`,
   });
 }
@@ -84,7 +84,12 @@ async function segmentPage(c: Ctx, deps: AppDeps, refused?: { message: string; s
     section: 'Contacts',
     status: refused?.status,
     body: html`<link rel="stylesheet" href="/assets/segments.css"><p><a href="${segmentsPath(book.id)}">← Segments of ${book.emoji} ${book.name}</a></p>
-${heading(segment.name, html`<a class="button" href="${campaignTo(segment)}">Send a campaign</a><a class="button secondary" href="${path}/edit">Edit</a>${deleteButton(c, segment)}`)}
+${heading(
+  segment.name,
+  html`${mayChange(c, 'campaigns') ? html`<a class="button" href="${campaignTo(segment)}">Send a campaign</a>` : ''}${
+    mayChange(c, 'audience') ? html`<a class="button secondary" href="${path}/edit">Edit</a>${deleteButton(c, segment)}` : ''
+  }`,
+)}
 ${formError(refused?.message)}
 <div class="cards">${card('Match now', total.toLocaleString('en'), `of ${book._count.contacts.toLocaleString('en')} in ${book.emoji} ${book.name}`)}</div>
 <section class="panel">
@@ -113,6 +118,8 @@ ${pager(path, {}, pageNumber, pageNumber * PAGE_SIZE < total)}`,
 
 /** Saves the form (or, for "Count matches", counts its filter without saving), re-shown with what was wrong. */
 async function submit(c: Ctx, deps: AppDeps, book: Book, segment?: Segment) {
+  // Refused before the filter is read, as the API would refuse the call.
+  assertMayChange(c, 'audience');
   const form = await formValues(c);
   const values = { name: form.name ?? '', filter: form.filter ?? '' };
   try {
@@ -133,7 +140,10 @@ async function submit(c: Ctx, deps: AppDeps, book: Book, segment?: Segment) {
 export function segmentPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.get('/:bookId/segments', (c) => listPage(c, deps));
 
-  app.get('/:bookId/segments/new', async (c) => segmentForm(c, await getBook(c, deps, c.req.param('bookId')), { values: NEW_SEGMENT }));
+  app.get('/:bookId/segments/new', async (c) => {
+    assertMayChange(c, 'audience');
+    return segmentForm(c, await getBook(c, deps, c.req.param('bookId')), { values: NEW_SEGMENT });
+  });
 
   app.post('/:bookId/segments/new', async (c) => submit(c, deps, await getBook(c, deps, c.req.param('bookId'))));
 
@@ -152,6 +162,7 @@ export function segmentPages(app: Hono<DashboardEnv>, deps: AppDeps) {
   app.get('/:bookId/segments/:segmentId', (c) => segmentPage(c, deps));
 
   app.get('/:bookId/segments/:segmentId/edit', async (c) => {
+    assertMayChange(c, 'audience');
     const book = await getBook(c, deps, c.req.param('bookId'));
     const segment = await getSegment(c, deps, book.id, c.req.param('segmentId'));
     return segmentForm(c, book, { values: { name: segment.name, filter: filterText(segment.filter) }, count: segment.count }, segment);

@@ -5,7 +5,7 @@ import { callApi } from '../api-call.js';
 import { actionButton, badge, csrfField, done, field, formError, heading, page, pager, table, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { BLANK_FORM, correctable, formValues, type Form } from '../forms.js';
+import { BLANK_FORM, correctable, formValues, mayChange, type Form } from '../forms.js';
 
 type Ctx = Context<DashboardEnv>;
 type Suppression = { email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL'; sourceEmailId: string | null; createdAt: string };
@@ -17,13 +17,44 @@ const REASONS: Record<Suppression['reason'], string> = { HARD_BOUNCE: 'Hard boun
 async function listPage(c: Ctx, deps: AppDeps, pageNumber: string | undefined, form: Form, status: 200 | 400 | 409 = 200) {
   const { data, count } = await callApi<{ data: Suppression[]; count: number }>(c, deps, 'get', '/suppressions', { query: { page: pageNumber, limit: String(PAGE_SIZE) } });
   const current = Number(pageNumber) || 1;
+  const changes = mayChange(c, 'suppressions');
   return page(c, {
     title: 'Suppressions',
     section: 'Suppressions',
     status,
     body: html`${heading('Suppressions')}
 <p class="muted">Mail to these addresses is never sent. Hard bounces and complaints add an address here by themselves. ${count.toLocaleString('en')} address${count === 1 ? '' : 'es'} in all.</p>
-<h2>Suppress an address</h2>
+${changes ? addForm(c, form) : ''}
+<h2>Suppressed addresses</h2>
+${table(
+  data,
+  [
+    { label: 'Email', cell: (s) => s.email, className: 'wrap' },
+    {
+      label: 'Reason',
+      cell: (s) =>
+        html`${badge(REASONS[s.reason] ?? s.reason)}<br><small class="muted">added ${time(s.createdAt)}${
+          s.sourceEmailId ? html` by <a href="/emails/${s.sourceEmailId}">this email</a>` : ''
+        }</small>`,
+    },
+    ...(changes ? [{ label: '', cell: (s: Suppression) => removeButton(c, s) }] : []),
+  ],
+  current > 1 ? 'No addresses on this page.' : 'No suppressed addresses. Hard bounces and complaints will appear here.',
+)}
+${pager('/suppressions', {}, current, current * PAGE_SIZE < count)}`,
+  });
+}
+
+const removeButton = (c: Ctx, s: Suppression) =>
+  actionButton(c, '/suppressions/remove', 'Remove', {
+    kind: 'danger',
+    confirm: `Remove ${s.email} from the suppression list? Mail to it will be sent again.`,
+    fields: { email: s.email },
+  });
+
+/** The form that suppresses an address, as typed last time with what was wrong with it. */
+function addForm(c: Ctx, form: Form) {
+  return html`<h2>Suppress an address</h2>
 <section class="panel">
 ${formError(form.errors[''])}
 <form method="post" action="/suppressions" class="stack">
@@ -37,33 +68,7 @@ ${field('email', 'Email address', {
 })}
 <div><button type="submit">Suppress</button></div>
 </form>
-</section>
-<h2>Suppressed addresses</h2>
-${table(
-  data,
-  [
-    { label: 'Email', cell: (s) => s.email, className: 'wrap' },
-    {
-      label: 'Reason',
-      cell: (s) =>
-        html`${badge(REASONS[s.reason] ?? s.reason)}<br><small class="muted">added ${time(s.createdAt)}${
-          s.sourceEmailId ? html` by <a href="/emails/${s.sourceEmailId}">this email</a>` : ''
-        }</small>`,
-    },
-    {
-      label: '',
-      cell: (s) =>
-        actionButton(c, '/suppressions/remove', 'Remove', {
-          kind: 'danger',
-          confirm: `Remove ${s.email} from the suppression list? Mail to it will be sent again.`,
-          fields: { email: s.email },
-        }),
-    },
-  ],
-  current > 1 ? 'No addresses on this page.' : 'No suppressed addresses. Hard bounces and complaints will appear here.',
-)}
-${pager('/suppressions', {}, current, current * PAGE_SIZE < count)}`,
-  });
+</section>`;
 }
 
 /** The team's suppression list: browse it a page at a time, add an address, remove one. */

@@ -7,7 +7,7 @@ import { callApi } from '../api-call.js';
 import { actionButton, csrfField, done, field, formError, heading, page, pager, table, textArea, time } from '../layout.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
-import { formErrors, formValues, given, invalidInput, type FormErrors } from '../forms.js';
+import { assertMayChange, formErrors, formValues, given, invalidInput, mayChange, type FormErrors } from '../forms.js';
 import { mailBody, mailFrame } from './mail-content.js';
 
 type Template = ReturnType<typeof toTemplate>;
@@ -21,13 +21,15 @@ function templateForm(c: C, options: { template?: Template; values: Record<strin
   const { template, values } = options;
   const errors = options.errors?.fields ?? {};
   const title = template ? template.name : 'New template';
+  const changes = mayChange(c, 'templates');
   const actions = template
-    ? html`<a class="button secondary" href="/campaigns/new?templateId=${template.id}">Start a campaign</a>${actionButton(c, `/templates/${template.id}/delete`, 'Delete', {
+    ? html`${mayChange(c, 'campaigns') ? html`<a class="button secondary" href="/campaigns/new?templateId=${template.id}">Start a campaign</a>` : ''}${changes ? actionButton(c, `/templates/${template.id}/delete`, 'Delete', {
         kind: 'danger',
         confirm: `Delete the template “${template.name}”? Mail sent with it keeps what it said.`,
-      })}`
+      }) : ''}`
     : undefined;
-  const form = html`<form class="stack panel" method="post" action="${template ? `/templates/${template.id}` : '/templates/new'}">
+  // A role that may not change templates reads the saved one beside its subject, without the form.
+  const form = !changes && template ? html`<div class="panel"><dl class="facts"><dt>Subject</dt><dd>${template.subject}</dd></dl></div>` : html`<form class="stack panel" method="post" action="${template ? `/templates/${template.id}` : '/templates/new'}">
 ${csrfField(c)}
 ${formError(options.errors?.form)}
 ${field('name', 'Name', { value: values.name, error: errors.name, required: true })}
@@ -61,25 +63,29 @@ export function templatesPages(deps: AppDeps) {
     const pageNumber = c.req.query('page') ?? '1';
     const list = await callApi<{ data: Template[]; count: number }>(c, deps, 'get', '/templates', { query: { page: pageNumber, limit: String(PAGE_SIZE) } });
     const current = Number(pageNumber);
+    const changes = mayChange(c, 'templates');
     return page(c, {
       title: 'Templates',
       section: 'Templates',
-      body: html`${heading('Templates', html`<a class="button" href="/templates/new">New template</a>`)}
+      body: html`${heading('Templates', changes ? html`<a class="button" href="/templates/new">New template</a>` : undefined)}
 ${table(
   list.data,
   [
     { label: 'Template', cell: (row) => html`<a href="/templates/${row.id}">${row.name}</a><br><small class="muted">${row.subject}</small>` },
     { label: 'Variables', cell: (row) => (row.variables.length ? row.variables.join(', ') : html`<span class="muted">—</span>`) },
     { label: 'Updated', cell: (row) => time(row.updatedAt) },
-    { label: 'Actions', cell: (row) => actionButton(c, `/templates/${row.id}/delete`, 'Delete', { kind: 'danger', confirm: `Delete the template “${row.name}”?` }) },
+    ...(changes ? [{ label: 'Actions', cell: (row: Template) => actionButton(c, `/templates/${row.id}/delete`, 'Delete', { kind: 'danger', confirm: `Delete the template “${row.name}”?` }) }] : []),
   ],
-  html`No templates yet. <a href="/templates/new">Make one</a> to send emails and start campaigns from it.`,
+  changes ? html`No templates yet. <a href="/templates/new">Make one</a> to send emails and start campaigns from it.` : 'No templates yet.',
 )}
 ${pager('/templates', {}, current, current * PAGE_SIZE < list.count)}`,
     });
   });
 
-  app.get('/new', (c) => templateForm(c, { values: {} }));
+  app.get('/new', (c) => {
+    assertMayChange(c, 'templates');
+    return templateForm(c, { values: {} });
+  });
 
   app.post('/new', async (c) => {
     const values = await formValues(c);

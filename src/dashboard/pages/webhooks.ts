@@ -2,13 +2,13 @@ import type { Context } from 'hono';
 import { html, raw } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { EVENT_TYPES } from '../../events/contract.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../../http/deps.js';
 import type { Domain } from '../../services/domains.js';
-import type { toCall, toWebhook } from '../../services/webhooks.js';
+import { MAX_WEBHOOKS_PER_TEAM, type toCall, type toWebhook } from '../../services/webhooks.js';
 import { callApi } from '../api-call.js';
 import { actionButton, badge, copyable, csrfField, done, field, formError, heading, page, pager, select, table, time, type Html } from '../layout.js';
-import { correctable } from '../forms.js';
+import { assertMayChange, correctable, mayChange } from '../forms.js';
 import { section } from '../section.js';
 import type { DashboardEnv } from '../session.js';
 
@@ -122,6 +122,18 @@ ${webhookForm(c, { action: `${hrefOf(webhookId)}/edit`, submit: 'Save', cancel: 
   });
 }
 
+/**
+ * One webhook as the list shows it, without its secret: the route that answers one webhook shows
+ * the secret, so only those who may change webhooks may call it, and every role may see this.
+ * A team has at most MAX_WEBHOOKS_PER_TEAM, all on the list's one page.
+ */
+async function findWebhook(c: Ctx, deps: AppDeps, webhookId: string): Promise<Webhook> {
+  const list = await callApi<{ data: Webhook[] }>(c, deps, 'get', '/webhooks', { query: { limit: String(MAX_WEBHOOKS_PER_TEAM) } });
+  const webhook = list.data.find((each) => each.id === webhookId);
+  if (!webhook) throw notFound('Webhook');
+  return webhook;
+}
+
 /** Where a page sits, from the list down. */
 const crumbs = (trail: { href: string; label: string }[]) =>
   html`<p class="muted"><a href="/webhooks">Webhooks</a>${trail.map((step) => html` / <a href="${step.href}">${step.label}</a>`)}</p>`;
@@ -151,8 +163,7 @@ async function webhookPage(c: Ctx, deps: AppDeps, webhookId: string, extra: { se
   const callStatus = c.req.query('status');
   const params = { webhookId };
   const [webhook, calls] = await Promise.all([
-    // The answer carries the secret too: this page never shows it.
-    callApi<Webhook>(c, deps, 'get', '/webhooks/{webhookId}', { params }),
+    findWebhook(c, deps, webhookId),
     callApi<{ data: Call[]; count: number }>(c, deps, 'get', '/webhooks/{webhookId}/calls', {
       params,
       query: { page: c.req.query('page'), limit: String(CALLS_PER_PAGE), status: callStatus },
@@ -162,7 +173,7 @@ async function webhookPage(c: Ctx, deps: AppDeps, webhookId: string, extra: { se
   const pageNumber = Number(c.req.query('page') ?? 1);
   const href = hrefOf(webhook.id);
   const active = webhook.status === 'ACTIVE';
-  const actions = html`${active ? actionButton(c, `${href}/test`, 'Send test event') : ''}
+  const actions = !mayChange(c, 'webhooks') ? undefined : html`${active ? actionButton(c, `${href}/test`, 'Send test event') : ''}
 ${actionButton(c, `${href}/status`, active ? 'Pause' : 'Activate', { kind: 'secondary', fields: { status: active ? 'PAUSED' : 'ACTIVE' } })}
 <a class="button secondary" href="${href}/edit">Edit</a>
 ${actionButton(c, `${href}/rotate-secret`, 'Rotate secret', { kind: 'secondary', confirm: 'The current signing secret stops working at once. Rotate it?' })}
@@ -201,7 +212,7 @@ ${table(
     { label: 'Created', cell: (call) => time(call.createdAt) },
     { label: 'Next attempt', cell: (call) => time(call.nextAttemptAt) },
   ],
-  callStatus ? 'No calls with this status.' : html`No calls yet. ${active ? 'Send a test event to see one.' : ''}`,
+  callStatus ? 'No calls with this status.' : html`No calls yet. ${active && actions ? 'Send a test event to see one.' : ''}`,
 )}
 ${pager(href, { status: callStatus }, pageNumber, pageNumber * CALLS_PER_PAGE < calls.count)}`,
   });
@@ -219,10 +230,11 @@ export function webhooksPages(deps: AppDeps) {
   app.get('/', async (c) => {
     const list = await callApi<{ data: Webhook[]; count: number }>(c, deps, 'get', '/webhooks', { query: { page: c.req.query('page'), limit: String(WEBHOOKS_PER_PAGE) } });
     const pageNumber = Number(c.req.query('page') ?? 1);
+    const creates = mayChange(c, 'webhooks');
     return page(c, {
       title: 'Webhooks',
       section: 'Webhooks',
-      body: html`${heading('Webhooks', html`<a class="button" href="/webhooks/new">New webhook</a>`)}
+      body: html`${heading('Webhooks', creates ? html`<a class="button" href="/webhooks/new">New webhook</a>` : undefined)}
 <p class="muted">Mailroom calls these endpoints when something happens to your mail, contacts, domains or campaigns.</p>
 ${table(
   list.data,
@@ -236,13 +248,16 @@ ${table(
     { label: 'Status', cell: (webhook) => badge(webhook.status) },
     { label: 'Created', cell: (webhook) => time(webhook.createdAt) },
   ],
-  html`No webhooks yet. <a href="/webhooks/new">Add one</a> to hear about deliveries, bounces and more as they happen.`,
+  creates ? html`No webhooks yet. <a href="/webhooks/new">Add one</a> to hear about deliveries, bounces and more as they happen.` : 'No webhooks yet.',
 )}
 ${pager('/webhooks', {}, pageNumber, pageNumber * WEBHOOKS_PER_PAGE < list.count)}`,
     });
   });
 
-  app.get('/new', (c) => newWebhookPage(c, { url: '', description: '', events: null }));
+  app.get('/new', (c) => {
+    assertMayChange(c, 'webhooks');
+    return newWebhookPage(c, { url: '', description: '', events: null });
+  });
 
   app.post('/', async (c) => {
     const values = await readForm(c);
@@ -259,7 +274,8 @@ ${pager('/webhooks', {}, pageNumber, pageNumber * WEBHOOKS_PER_PAGE < list.count
   app.get('/:id', (c) => webhookPage(c, deps, c.req.param('id')));
 
   app.get('/:id/edit', async (c) => {
-    const webhook = await callApi<Webhook>(c, deps, 'get', '/webhooks/{webhookId}', { params: { webhookId: c.req.param('id') } });
+    assertMayChange(c, 'webhooks');
+    const webhook = await findWebhook(c, deps, c.req.param('id'));
     return editWebhookPage(c, webhook.id, {
       url: webhook.url,
       description: webhook.description ?? '',
@@ -312,10 +328,10 @@ ${pager('/webhooks', {}, pageNumber, pageNumber * WEBHOOKS_PER_PAGE < list.count
   app.get('/:id/calls/:callId', async (c) => {
     const params = { webhookId: c.req.param('id'), callId: c.req.param('callId') };
     const [webhook, call] = await Promise.all([
-      callApi<Webhook>(c, deps, 'get', '/webhooks/{webhookId}', { params }),
+      findWebhook(c, deps, params.webhookId),
       callApi<Call>(c, deps, 'get', '/webhooks/{webhookId}/calls/{callId}', { params }),
     ]);
-    const retry = call.status === 'PENDING' ? undefined : actionButton(c, `${callHref(call)}/retry`, 'Retry');
+    const retry = call.status === 'PENDING' || !mayChange(c, 'webhooks') ? undefined : actionButton(c, `${callHref(call)}/retry`, 'Retry');
     return page(c, {
       title: `Call ${call.type}`,
       section: 'Webhooks',
