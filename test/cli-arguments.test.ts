@@ -34,7 +34,7 @@ describe("the CLI's arguments", () => {
   it('--help describes every command and the output contract', async () => {
     const run = await runCli(['--help'], env);
     expect(run.code).toBe(0);
-    for (const command of ['team create', 'team set-rate-limit', 'key create', 'key list', 'key revoke', 'user invite', 'user list', 'user set-role', 'user remove', 'secret rotate']) {
+    for (const command of ['team create', 'team set-rate-limit', 'key create', 'key list', 'key revoke', 'user invite', 'user list', 'user set-role', 'user reset-two-factor', 'user remove', 'secret rotate']) {
       expect(run.stdout).toContain(command);
     }
     expect(run.stdout).toContain('exit');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../src/dashboard/session.js';
 import { KeyVault } from '../src/domains/key-vault.js';
+import { resetTwoFactor } from '../src/people/team.js';
 import { base32Decode, hotp, PERIOD_SECONDS, timeStep } from '../src/people/totp.js';
 import { PASSWORD } from './helpers/browser.js';
 import { FormClient, signedInClient, visibleText, type Answer } from './helpers/form-client.js';
@@ -280,6 +281,22 @@ describe('two-factor sign-in', () => {
     moment += 10 * PERIOD_SECONDS * 1000;
   });
 
+  it('a password changed between the two steps voids the first: the old password and a right code start no session', async () => {
+    const { email, client } = await person();
+    const { secret } = await withTwoFactor(client);
+    const { client: thief } = await signIn(email, PASSWORD);
+    const changed = await client.post('/account/password', { currentPassword: PASSWORD, newPassword: NEW_PASSWORD, confirmPassword: NEW_PASSWORD });
+    expect(changed.status).toBe(303);
+
+    const refused = await thief.post(SECOND_STEP, { code: codeAt(secret, moment) });
+    expect(refused.status).toBe(401);
+    expect(visibleText(refused.text)).toContain('enter your password again');
+    expect(thief.session).toBeUndefined();
+    const { client: owner } = await signIn(email, NEW_PASSWORD);
+    expect((await owner.post(SECOND_STEP, { code: codeAt(secret, moment) })).status).toBe(303);
+    moment += 10 * PERIOD_SECONDS * 1000;
+  });
+
   it('new recovery codes need a code: the old ones stop working, the new ones work', async () => {
     const { email, userId, client } = await person();
     const { secret, recoveryCodes: old } = await withTwoFactor(client);
@@ -319,6 +336,28 @@ describe('two-factor sign-in', () => {
     const stored = await server.deps.db.selectFrom('users').select(['totp_secret', 'totp_enabled_at']).where('id', '=', userId).executeTakeFirstOrThrow();
     expect(stored).toEqual({ totp_secret: null, totp_enabled_at: null });
     expect((await auditRows(userId)).map((row) => row.action)).toEqual(['user.twoFactorEnabled', 'user.twoFactorDisabled']);
+  });
+});
+
+describe('a person who lost their authenticator and their recovery codes', () => {
+  it('has two-factor sign-in turned off by an admin or the operator: their sessions end and the password alone signs in; only an owner does it to an owner', async () => {
+    const admin = { teamId, domainId: null, role: 'admin' as const, actor: { type: 'user' as const, id: 'usr_admin', label: 'admin@accounts.test', ip: null } };
+    const member = await signedInClient(server, teamId, `lost-${unique++}@accounts.test`, 'member');
+    await withTwoFactor(member.client);
+    const owner = await signedInClient(server, teamId, `lost-owner-${unique++}@accounts.test`, 'owner');
+    await withTwoFactor(owner.client);
+
+    await expect(resetTwoFactor(server.deps, admin, { userId: owner.userId })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect((await signIn(owner.email, PASSWORD)).answer.location).toBe(`${SECOND_STEP}?next=%2F`);
+    expect((await owner.client.get('/account')).status).toBe(200);
+
+    expect(await resetTwoFactor(server.deps, admin, { userId: member.userId })).toMatchObject({ userId: member.userId, twoFactor: false });
+    expect((await member.client.get('/account')).location).toMatch(/^\/login/);
+    expect((await signIn(member.email, PASSWORD)).answer.location).toBe('/');
+    expect((await auditRows(member.userId)).map((row) => [row.action, row.actor_id])).toEqual([['user.twoFactorEnabled', member.userId], ['user.twoFactorDisabled', 'usr_admin']]);
+
+    await resetTwoFactor(server.deps, { teamId, domainId: null }, { userId: owner.userId });
+    expect((await signIn(owner.email, PASSWORD)).answer.location).toBe('/');
   });
 });
 

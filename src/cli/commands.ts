@@ -9,7 +9,7 @@ import { RecipientTokens } from '../mail/tokens.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../services/api-keys.js';
 import { createTeam, setTeamRateLimit } from '../services/teams.js';
 import { ROLES, type Actor, type Caller, type Role } from '../people/caller.js';
-import { changeUserRole, inviteUser, listUsers, removeUser } from '../people/team.js';
+import { changeUserRole, inviteUser, listUsers, removeUser, resetTwoFactor } from '../people/team.js';
 import { issuesToDetails } from '../validation.js';
 import { splitArgs } from './args.js';
 import { CliError, usageError } from './failure.js';
@@ -165,6 +165,13 @@ const commands = [
     summary: "Change a dashboard user's role; moved down, their sessions end at once. The team's last owner keeps the role.",
     flags: z.object({ team: id, user: userId, role }),
     run: ({ db }, flags) => changeUserRole({ db }, operator(flags.team), { userId: flags.user, role: flags.role }),
+  }),
+  command({
+    name: 'user reset-two-factor',
+    usage: '--team TEAM_ID --user USER_ID',
+    summary: 'Turn off the two-factor sign-in of a dashboard user who lost their authenticator and recovery codes; their sessions end, and they sign in with their password.',
+    flags: z.object({ team: id, user: userId }),
+    run: ({ db }, flags) => resetTwoFactor({ db }, operator(flags.team), { userId: flags.user }),
   }),
   command({
     name: 'user remove',

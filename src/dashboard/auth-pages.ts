@@ -67,7 +67,7 @@ ${formError(options.error)}
 ${field('code', 'Code', { required: true, attrs: html`autocomplete="one-time-code" autofocus` })}
 <button type="submit">Sign in</button>
 </form>
-<p class="muted">Lost your authenticator app and your recovery codes? Ask an owner or admin of your team to remove you and invite you again.</p>`,
+<p class="muted">Lost your authenticator app and your recovery codes? Ask the operator of this Mailroom to turn two-factor sign-in off for you.</p>`,
   });
 }
 

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import type { Role } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import { findAccount, hasTwoFactor } from '../data/account-security.js';
@@ -25,8 +26,13 @@ export async function startSession(db: UserDeps['db'], user: { id: string; team_
   return { token, expiresAt, user: { userId: user.id, teamId: user.team_id, email: user.email, role: user.role } };
 }
 
-/** A password checked, its second factor awaited: whose, and until when. */
-export type SecondStep = { userId: string; email: string; expiresAt: Date };
+/**
+ * A password checked, its second factor awaited: whose, until when, and which password it was
+ * (a digest of its stored hash: a password changed or reset meanwhile voids the step).
+ */
+export type SecondStep = { userId: string; email: string; expiresAt: Date; password: string };
+
+const passwordDigest = (passwordHash: string) => hash('sha256', passwordHash, 'base64url');
 
 /** What a right password leads to: a session, or for a person with two-factor sign-in on, the sealed ticket of the second step. */
 export type SignInOutcome = { session: NewSession } | { ticket: string };
@@ -41,7 +47,8 @@ export async function signIn(deps: SignInDeps, input: { email: string; password:
   const matches = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash()));
   if (!user?.password_hash || !matches) throw new ApiError('UNAUTHORIZED', 'Wrong email address or password');
   if (!(await hasTwoFactor(deps.db, user.id))) return { session: await startSession(deps.db, user) };
-  return { ticket: sealTicket(deps, { userId: user.id, email: user.email, expiresAt: new Date(input.now.getTime() + SECOND_STEP_TTL_MS) }) };
+  const step = { userId: user.id, email: user.email, expiresAt: new Date(input.now.getTime() + SECOND_STEP_TTL_MS), password: passwordDigest(user.password_hash) };
+  return { ticket: sealTicket(deps, step) };
 }
 
 // Names what a sealed ticket is, so no other sealed value (a webhook's secret) can pass for one.
@@ -49,21 +56,22 @@ const TICKET_PURPOSE = 'mailroom: password checked, second factor awaited';
 
 /** Sealed with the key vault (AES-256-GCM under a key from SECRET): it cannot be read, altered or made without SECRET. */
 function sealTicket(deps: Pick<Deps, 'keyVault'>, step: SecondStep): string {
-  return deps.keyVault.sealText(JSON.stringify({ purpose: TICKET_PURPOSE, userId: step.userId, email: step.email, expiresAt: step.expiresAt.getTime() }));
+  return deps.keyVault.sealText(JSON.stringify({ purpose: TICKET_PURPOSE, ...step, expiresAt: step.expiresAt.getTime() }));
 }
 
 /** The second step a ticket carries, or null when it is not one made here or has expired. */
 export function openTicket(deps: Pick<Deps, 'keyVault'>, ticket: string, now: Date): SecondStep | null {
-  let fields: { purpose?: unknown; userId?: unknown; email?: unknown; expiresAt?: unknown };
+  let fields: { purpose?: unknown; userId?: unknown; email?: unknown; expiresAt?: unknown; password?: unknown };
   try {
     fields = JSON.parse(deps.keyVault.openText(ticket, 'A sign-in ticket'));
   } catch {
     // Whatever fails to open or parse (altered, another SECRET's, not sealed at all) is no ticket.
     return null;
   }
-  const { purpose, userId, email, expiresAt } = fields ?? {};
-  if (purpose !== TICKET_PURPOSE || typeof userId !== 'string' || typeof email !== 'string' || typeof expiresAt !== 'number' || expiresAt <= now.getTime()) return null;
-  return { userId, email, expiresAt: new Date(expiresAt) };
+  const { purpose, userId, email, expiresAt, password } = fields ?? {};
+  if (purpose !== TICKET_PURPOSE || typeof userId !== 'string' || typeof email !== 'string' || typeof password !== 'string') return null;
+  if (typeof expiresAt !== 'number' || expiresAt <= now.getTime()) return null;
+  return { userId, email, expiresAt: new Date(expiresAt), password };
 }
 
 /**
@@ -73,7 +81,9 @@ export function openTicket(deps: Pick<Deps, 'keyVault'>, ticket: string, now: Da
  */
 export async function completeSignIn(deps: SignInDeps, input: { step: SecondStep; code: string; now: Date }): Promise<NewSession> {
   const account = await findAccount(deps.db, input.step.userId);
-  if (!account || account.totp_enabled_at === null) throw new ApiError('UNAUTHORIZED', 'Your sign-in has ended; enter your password again');
+  if (!account?.password_hash || account.totp_enabled_at === null || passwordDigest(account.password_hash) !== input.step.password) {
+    throw new ApiError('UNAUTHORIZED', 'Your sign-in has ended; enter your password again');
+  }
   await requireSecondFactor(deps.db, deps, account, input.code, input.now);
   return startSession(deps.db, account);
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
-import { endSessions } from '../data/account-security.js';
+import { disableTotp, endSessions } from '../data/account-security.js';
 import * as users from '../data/users.js';
 import { findTeam } from '../data/teams.js';
 import { ApiError, conflict, notFound } from '../errors.js';
@@ -156,6 +156,24 @@ export async function removeUser({ db }: UserDeps, caller: Caller, input: { user
     await users.deleteTeamUser(tx, caller.teamId, person.id);
     await audit(tx, caller, { action: 'user.removed', targetType: 'user', targetId: person.id });
     return { userId: person.id, email: person.email, removed: true };
+  });
+}
+
+/**
+ * Turns a person's two-factor sign-in off, for one who lost both their authenticator and their
+ * recovery codes: their sessions end, and they sign in with their password and set it up again.
+ * Only an owner (or the operator) does it to an owner.
+ */
+export async function resetTwoFactor({ db }: UserDeps, caller: Caller, input: { userId: string }) {
+  assertAllowed(caller, 'people', 'change');
+  return db.transaction().execute(async (tx) => {
+    const { person } = await lockForChange(tx, caller, input.userId);
+    if (person.role === 'owner') assertOwnerMay(caller, "turn off an owner's two-factor sign-in");
+    const now = new Date();
+    await disableTotp(tx, person.id, now);
+    await endSessions(tx, person.id);
+    await audit(tx, caller, { action: 'user.twoFactorDisabled', targetType: 'user', targetId: person.id }, now);
+    return { userId: person.id, email: person.email, twoFactor: false };
   });
 }
 
