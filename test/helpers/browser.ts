@@ -95,8 +95,8 @@ export type DashboardRig = { server: TestServer; browser: Browser; teamId: numbe
  * A test server and a browser with one team and one of its people signed in, whose dialogs are
  * watched (confirms left to the test to answer).
  */
-export async function startDashboard(teamName: string): Promise<DashboardRig> {
-  const [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+export async function startDashboard(teamName: string, env: Record<string, string> = {}): Promise<DashboardRig> {
+  const [server, browser] = await Promise.all([startTestServer(env), launchBrowser()]);
   const { teamId, apiKey } = await server.team(teamName);
   const person = await signedIn(browser, server, teamId);
   const dialogs = watchDialogs(person.page, { answerConfirms: false });
