@@ -12,7 +12,7 @@ import { findPasswordReset, requestPasswordReset, resetPassword } from '../peopl
 import { BUSY_RETRY_SECONDS } from '../people/passwords.js';
 import { completeSignIn, openTicket, SECOND_STEP_TTL_MS, signIn, signOut } from '../people/sessions.js';
 import { acceptInvite, findInvite, INVITE_PATH } from '../people/team.js';
-import { done, field, fieldErrors, formError, plainPage } from './layout.js';
+import { done, field, fieldErrors, formError, plainPage, type Html } from './layout.js';
 import { limitForms, renderError, section, securityHeaders, type FormBound } from './section.js';
 import { checkOrigin, clearSessionCookie, type DashboardEnv, safeNext, secureCookies, sessionTokenOf, setSessionCookie } from './session.js';
 
@@ -95,22 +95,6 @@ const linkOnItsWay = (c: Context) =>
 <p><a href="/login">Back to sign in</a></p>`,
   });
 
-function resetForm(c: Context, options: { token: string; email: string; errors?: Record<string, string>; status?: 429 }) {
-  return plainPage(c, {
-    title: 'Choose a new password',
-    status: options.status ?? (options.errors ? 400 : 200),
-    body: html`<h1>Choose a new password</h1>
-<p>For <strong>${options.email}</strong>. Every session of yours ends: you then sign in with the new password.</p>
-${formError(options.errors?.[''])}
-<form method="post" action="${RESET_PATH}/${options.token}" class="stack">
-<input type="hidden" name="username" value="${options.email}" autocomplete="username">
-${field('password', 'New password', { type: 'password', required: true, error: options.errors?.password, hint: 'At least 10 characters.', attrs: html`autocomplete="new-password" autofocus` })}
-${field('confirm', 'New password again', { type: 'password', required: true, error: options.errors?.confirm, attrs: html`autocomplete="new-password"` })}
-<button type="submit">Change password</button>
-</form>`,
-  });
-}
-
 const deadResetLink = (c: Context, message: string) =>
   plainPage(c, {
     title: 'Link not valid',
@@ -120,18 +104,39 @@ const deadResetLink = (c: Context, message: string) =>
 <p><a class="button" href="${FORGOT_PATH}">Ask for a new link</a></p>`,
   });
 
-function passwordForm(c: Context, options: { token: string; email: string; errors?: Record<string, string>; status?: 429 }) {
+/** What a page that asks for a new password says: the invite's, or a reset link's. */
+type NewPasswordPage = { title: string; heading: string; lead: (email: string) => Html; action: string; label: string; button: string };
+
+const INVITE_PAGE: NewPasswordPage = {
+  title: 'Choose a password',
+  heading: 'Welcome to Mailroom',
+  lead: (email) => html`Choose a password for <strong>${email}</strong>.`,
+  action: INVITE_PATH,
+  label: 'Password',
+  button: 'Set password and sign in',
+};
+
+const RESET_PAGE: NewPasswordPage = {
+  title: 'Choose a new password',
+  heading: 'Choose a new password',
+  lead: (email) => html`For <strong>${email}</strong>. Every session of yours ends: you then sign in with the new password.`,
+  action: RESET_PATH,
+  label: 'New password',
+  button: 'Change password',
+};
+
+function passwordForm(c: Context, wording: NewPasswordPage, options: { token: string; email: string; errors?: Record<string, string>; status?: 429 }) {
   return plainPage(c, {
-    title: 'Choose a password',
+    title: wording.title,
     status: options.status ?? (options.errors ? 400 : 200),
-    body: html`<h1>Welcome to Mailroom</h1>
-<p>Choose a password for <strong>${options.email}</strong>.</p>
+    body: html`<h1>${wording.heading}</h1>
+<p>${wording.lead(options.email)}</p>
 ${formError(options.errors?.[''])}
-<form method="post" action="${INVITE_PATH}/${options.token}" class="stack">
+<form method="post" action="${wording.action}/${options.token}" class="stack">
 <input type="hidden" name="username" value="${options.email}" autocomplete="username">
-${field('password', 'Password', { type: 'password', required: true, error: options.errors?.password, hint: 'At least 10 characters.', attrs: html`autocomplete="new-password" autofocus` })}
-${field('confirm', 'Password again', { type: 'password', required: true, error: options.errors?.confirm, attrs: html`autocomplete="new-password"` })}
-<button type="submit">Set password and sign in</button>
+${field('password', wording.label, { type: 'password', required: true, error: options.errors?.password, hint: 'At least 10 characters.', attrs: html`autocomplete="new-password" autofocus` })}
+${field('confirm', `${wording.label} again`, { type: 'password', required: true, error: options.errors?.confirm, attrs: html`autocomplete="new-password"` })}
+<button type="submit">${wording.button}</button>
 </form>`,
   });
 }
@@ -140,10 +145,11 @@ ${field('confirm', 'Password again', { type: 'password', required: true, error: 
 // plenty, and no one gets to make the server read or parse more.
 const OPEN_FORM: FormBound = { bytes: 16 * 1024, fields: 20 };
 
-/** Whether a service refused for a full queue of password derivations: nothing was checked. */
-export const queueFull = (error: unknown): error is ApiError => error instanceof ApiError && error.code === 'RATE_LIMITED';
-
+/** Whether an error is the service's refusal with this code. */
 const isCode = (code: string) => (error: unknown): error is ApiError => error instanceof ApiError && error.code === code;
+
+/** Whether a service refused for a full queue of password derivations: nothing was checked. */
+export const queueFull = isCode('RATE_LIMITED');
 
 /** The client's address as the throttle counts it. */
 const addressOf = (c: Context) => `address ${getConnInfo(c).remote.address ?? 'unknown'}`;
@@ -247,28 +253,38 @@ export function authPages(deps: AppDeps, throttle: AuthThrottle) {
     }
   });
 
+  /**
+   * Takes a new password posted on a page that asks for one: the two typed alike, then `save`;
+   * a rule the password breaks, or a full queue of password derivations, is shown on the form.
+   */
+  const takeNewPassword = async (c: Context, wording: NewPasswordPage, form: { token: string; email: string }, save: (password: string) => Promise<Response>) => {
+    const body = await c.req.parseBody();
+    const password = text(body.password);
+    if (password !== text(body.confirm)) return passwordForm(c, wording, { ...form, errors: { confirm: 'The two passwords differ' } });
+    try {
+      return await save(password);
+    } catch (error) {
+      if (isCode('VALIDATION_ERROR')(error)) return passwordForm(c, wording, { ...form, errors: fieldErrors(error) });
+      if (!queueFull(error)) throw error;
+      busy(c);
+      return passwordForm(c, wording, { ...form, errors: { '': error.message }, status: 429 });
+    }
+  };
+
   app.get(`${INVITE_PATH}/:token`, async (c) => {
     const token = c.req.param('token');
     const invite = await findInvite(deps, token);
-    return passwordForm(c, { token, email: invite.email });
+    return passwordForm(c, INVITE_PAGE, { token, email: invite.email });
   });
 
   app.post(`${INVITE_PATH}/:token`, limitForms(deps, OPEN_FORM), async (c) => {
     const token = c.req.param('token');
     const invite = await findInvite(deps, token);
-    const form = await c.req.parseBody();
-    const password = text(form.password);
-    if (password !== text(form.confirm)) return passwordForm(c, { token, email: invite.email, errors: { confirm: 'The two passwords differ' } });
-    try {
+    return takeNewPassword(c, INVITE_PAGE, { token, email: invite.email }, async (password) => {
       const session = await acceptInvite(deps, { token, password });
       setSessionCookie(c, deps, session);
       return done(c, '/', `Welcome, ${session.user.email}. You are signed in.`);
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR') return passwordForm(c, { token, email: invite.email, errors: fieldErrors(error) });
-      if (!queueFull(error)) throw error;
-      busy(c);
-      return passwordForm(c, { token, email: invite.email, errors: { '': error.message }, status: 429 });
-    }
+    });
   });
 
   app.get(FORGOT_PATH, (c) => forgotForm(c));
@@ -301,30 +317,26 @@ export function authPages(deps: AppDeps, throttle: AuthThrottle) {
   app.get(`${RESET_PATH}/:token`, async (c) => {
     const token = c.req.param('token');
     const reset = await liveReset(token);
-    return 'dead' in reset ? deadResetLink(c, reset.dead) : resetForm(c, { token, email: reset.email });
+    return 'dead' in reset ? deadResetLink(c, reset.dead) : passwordForm(c, RESET_PAGE, { token, email: reset.email });
   });
 
   app.post(`${RESET_PATH}/:token`, limitForms(deps, OPEN_FORM), async (c) => {
     const token = c.req.param('token');
     const reset = await liveReset(token);
     if ('dead' in reset) return deadResetLink(c, reset.dead);
-    const form = await c.req.parseBody();
-    const password = text(form.password);
-    if (password !== text(form.confirm)) return resetForm(c, { token, email: reset.email, errors: { confirm: 'The two passwords differ' } });
-    try {
-      await resetPassword(deps, { token, password, now: deps.clock(), ip: getConnInfo(c).remote.address ?? null });
-    } catch (error) {
-      if (isCode('VALIDATION_ERROR')(error)) return resetForm(c, { token, email: reset.email, errors: fieldErrors(error) });
-      if (isCode('NOT_FOUND')(error)) return deadResetLink(c, error.message);
-      if (!queueFull(error)) throw error;
-      busy(c);
-      return resetForm(c, { token, email: reset.email, errors: { '': error.message }, status: 429 });
-    }
-    return plainPage(c, {
-      title: 'Password changed',
-      body: html`<h1>Password changed</h1>
+    return takeNewPassword(c, RESET_PAGE, { token, email: reset.email }, async (password) => {
+      try {
+        await resetPassword(deps, { token, password, now: deps.clock(), ip: getConnInfo(c).remote.address ?? null });
+      } catch (error) {
+        if (isCode('NOT_FOUND')(error)) return deadResetLink(c, error.message);
+        throw error;
+      }
+      return plainPage(c, {
+        title: 'Password changed',
+        body: html`<h1>Password changed</h1>
 <p>Your new password is set, and every session of yours has ended.</p>
 <p><a class="button" href="/login">Sign in</a></p>`,
+      });
     });
   });
 

@@ -1,4 +1,5 @@
 import * as accounts from '../data/account-security.js';
+import type { Db } from '../db/connection.js';
 import type { Deps } from '../deps.js';
 import { ApiError, notFound } from '../errors.js';
 import { audit, type Actor } from '../events/audit.js';
@@ -41,6 +42,16 @@ export async function checkCurrentPassword(account: Account, password: string, f
 }
 
 /**
+ * Stores a person's new password in `tx`: each of their sessions ends but the one whose token
+ * hashes to `keepSession`, and every reset link of theirs stops working.
+ */
+export async function storeNewPassword(tx: Db, userId: string, passwordHash: string, now: Date, keepSession?: string): Promise<void> {
+  await accounts.setPassword(tx, userId, passwordHash, now);
+  await accounts.endSessions(tx, userId, keepSession);
+  await accounts.retireResets(tx, userId, now);
+}
+
+/**
  * Changes the person's password, the current one required: every other session of theirs ends
  * (the one asking, `sessionToken`, stays), and so does any reset link they had.
  */
@@ -54,9 +65,7 @@ export async function changePassword(
   await checkCurrentPassword(account, input.currentPassword);
   const passwordHash = await hashPassword(newPassword);
   await deps.db.transaction().execute(async (tx) => {
-    await accounts.setPassword(tx, account.id, passwordHash, input.now);
-    await accounts.endSessions(tx, account.id, hashToken(input.sessionToken));
-    await accounts.retireResets(tx, account.id, input.now);
+    await storeNewPassword(tx, account.id, passwordHash, input.now, hashToken(input.sessionToken));
     await audit(tx, self, { action: 'user.passwordChanged', targetType: 'user', targetId: account.id }, input.now);
   });
 }

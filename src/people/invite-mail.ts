@@ -1,5 +1,5 @@
-import { escapeHtml } from '../mail/html.js';
 import type { Role } from './caller.js';
+import { linkMailBodies } from './system-mail.js';
 
 const ROLE_WORDS: Record<Role, string> = { owner: 'an owner', admin: 'an admin', member: 'a member', viewer: 'a viewer' };
 
@@ -14,11 +14,6 @@ export function inviteMail(invite: { inviter: string | null; team: string; role:
   const validity = `The link works once, for ${invite.days} days. If you did not expect this invitation, you can ignore this email.`;
   return {
     subject: `${who} invited you to ${invite.team.replace(/\s+/g, ' ')} on Mailroom`,
-    text: `Hello,\n\n${lead}\n\nChoose a password to sign in:\n{{link}}\n\n${validity}\n`,
-    html:
-      `<p>Hello,</p><p>${escapeHtml(lead)}</p>` +
-      `<p><a href="{{link}}">Choose a password to sign in</a></p>` +
-      `<p>Or paste this link into your browser:<br>{{link}}</p>` +
-      `<p>${escapeHtml(validity)}</p>`,
+    ...linkMailBodies({ lead, action: 'Choose a password to sign in', validity }),
   };
 }

@@ -4,11 +4,11 @@ import type { Deps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { audit } from '../events/audit.js';
 import { newId } from '../ids.js';
-import { escapeHtml } from '../mail/html.js';
 import { parseOrThrow } from '../validation.js';
 import { emailSchema, hashToken, passwordSchema } from './credentials.js';
+import { storeNewPassword } from './account.js';
 import { hashPassword } from './passwords.js';
-import { queueSystemMail, systemLinkToken } from './system-mail.js';
+import { linkMailBodies, queueSystemMail, systemLinkToken } from './system-mail.js';
 
 export const RESET_TTL_MS = 60 * 60_000;
 
@@ -16,15 +16,7 @@ export const RESET_TTL_MS = 60 * 60_000;
 function resetMail(email: string) {
   const lead = `Someone, hopefully you, asked to choose a new password for ${email} on Mailroom.`;
   const validity = 'The link works once, for an hour. If you did not ask for it, ignore this email: your password stays as it is.';
-  return {
-    subject: 'Choose a new Mailroom password',
-    text: `Hello,\n\n${lead}\n\nChoose a new password:\n{{link}}\n\n${validity}\n`,
-    html:
-      `<p>Hello,</p><p>${escapeHtml(lead)}</p>` +
-      `<p><a href="{{link}}">Choose a new password</a></p>` +
-      `<p>Or paste this link into your browser:<br>{{link}}</p>` +
-      `<p>${escapeHtml(validity)}</p>`,
-  };
+  return { subject: 'Choose a new Mailroom password', ...linkMailBodies({ lead, action: 'Choose a new password', validity }) };
 }
 
 /**
@@ -75,9 +67,7 @@ export async function resetPassword(deps: Pick<Deps, 'db'>, input: { token: stri
     const spent = await accounts.spendPasswordReset(tx, tokenHash, input.now);
     const account = spent && (await accounts.findAccount(tx, spent.user_id));
     if (!account) throw deadLink(await accounts.findPasswordReset(tx, tokenHash), input.now);
-    await accounts.setPassword(tx, account.id, passwordHash, input.now);
-    await accounts.endSessions(tx, account.id);
-    await accounts.retireResets(tx, account.id, input.now);
+    await storeNewPassword(tx, account.id, passwordHash, input.now);
     const self = { teamId: account.team_id, actor: { type: 'user' as const, id: account.id, label: account.email, ip: input.ip } };
     await audit(tx, self, { action: 'user.passwordReset', targetType: 'user', targetId: account.id }, input.now);
   });

@@ -5,6 +5,7 @@ import type { Deps } from '../deps.js';
 import { storeNewEmails } from '../events/email-changes.js';
 import { newId } from '../ids.js';
 import { domainOf, formatMailbox, parseMailbox } from '../mail/address.js';
+import { escapeHtml } from '../mail/html.js';
 import * as links from '../mail/links.js';
 import type { SystemLink } from '../mail/links.js';
 import { sandboxRefusal } from '../sending/sandbox.js';
@@ -21,6 +22,22 @@ export const systemLinkUrl = (deps: Pick<Deps, 'config' | 'tokens'>, link: Syste
 
 /** The token inside that link: what the invite or reset keeps the hash of. */
 export const systemLinkToken = (deps: Pick<Deps, 'tokens'>, link: SystemLink) => links.systemLinkToken(deps.tokens, link);
+
+/**
+ * The bodies of a mail that asks a person to follow its link: a greeting, `lead`, the link as a
+ * button named `action` and as text to paste, then `validity` (how long it works, and what to do
+ * if they did not expect it). Plain text in, escaped for the HTML body.
+ */
+export function linkMailBodies(mail: { lead: string; action: string; validity: string }) {
+  return {
+    text: `Hello,\n\n${mail.lead}\n\n${mail.action}:\n{{link}}\n\n${mail.validity}\n`,
+    html:
+      `<p>Hello,</p><p>${escapeHtml(mail.lead)}</p>` +
+      `<p><a href="{{link}}">${escapeHtml(mail.action)}</a></p>` +
+      `<p>Or paste this link into your browser:<br>{{link}}</p>` +
+      `<p>${escapeHtml(mail.validity)}</p>`,
+  };
+}
 
 /**
  * Queues mail to a person of `teamId` (an invite, a password reset) in `tx`: an email like any
