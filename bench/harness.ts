@@ -4,7 +4,8 @@
  * process, and the delivery phase (a dispatcher draining every queued email to the sink).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import inspector from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -17,6 +18,7 @@ import { startMailroom, type RunningService } from '../src/main.js';
 import { startDispatcher } from '../src/sending/dispatcher.js';
 import { createTransport, type Transport } from '../src/sending/transports/index.js';
 import { createTeam } from '../src/services/teams.js';
+import { startCpuSplit } from './cpu-split.js';
 import { scratchDatabase } from './postgres.js';
 
 export const SENDER = 'Bench <news@bench.example.com>';
@@ -68,6 +70,39 @@ export async function startLineProcess(script: string, args: string[] = []) {
       child.once('close', () => resolve());
       child.stdin!.end();
     }),
+  };
+}
+
+/** CPU per message of each part of the machine (cpu-split.ts) during a phase. */
+export type CpuPerMessage = Array<{ part: string; msPerMessage: number }>;
+
+/**
+ * Counts the CPU each thread of this process and each other process uses during a delivery; with
+ * BENCH_PROFILE=<dir>, also writes V8's CPU profile of the main thread there (open it in Chrome's
+ * DevTools) and prints the split to stderr.
+ */
+async function startProfile(): Promise<{ stop(messages: number): Promise<CpuPerMessage> }> {
+  const dir = process.env.BENCH_PROFILE;
+  const session = dir ? new inspector.Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  const cpu = startCpuSplit();
+  return {
+    async stop(messages) {
+      const split = cpu().map(({ part, seconds }) => ({ part, msPerMessage: Number(((seconds * 1000) / messages).toFixed(3)) }));
+      if (!session || !dir) return split;
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      await mkdir(dir, { recursive: true });
+      const file = path.join(dir, `delivery-${process.pid}-${Date.now()}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      const lines = split.map(({ part, msPerMessage }) => `  ${msPerMessage.toFixed(3).padStart(7)} ms/msg  ${part}`);
+      process.stderr.write(`delivery of ${messages} messages, CPU by part (profile: ${file}):\n${lines.join('\n')}\n`);
+      return split;
+    },
   };
 }
 
@@ -137,7 +172,7 @@ export type BenchHarness = {
    */
   deliver(
     transport?: Transport, options?: { making: () => Promise<unknown>; expected: number },
-  ): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number }>;
+  ): Promise<{ messagesPerSecond: number; seconds: number; receivedBySink: number; cpu: CpuPerMessage }>;
   close(): Promise<void>;
 };
 
@@ -156,7 +191,7 @@ export async function startBenchHarness(
   const database = databaseUrl ? await scratchDatabase(databaseUrl) : null;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mailroom-bench-'));
   let peakRss = 0;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   // ROLE=api: the benchmark starts the workers itself, so each phase is measured alone.
   const config = loadConfig({
     ...BENCH_SETTINGS,
@@ -205,6 +240,7 @@ export async function startBenchHarness(
       // What an earlier phase delivered is not this one's.
       const deliveredBefore = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n);
       const receivedBefore = await sink.count();
+      const profile = await startProfile();
       const started = performance.now();
       const { deps } = server;
       const campaigns = new CampaignRenderer(deps.db, deps.config, deps.tokens);
@@ -224,13 +260,14 @@ export async function startBenchHarness(
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const seconds = (performance.now() - started) / 1000;
+      const cpu = await profile.stop(due);
       await dispatcher.stop();
       const sent = Number((await countAll().where('status', '=', 'DELIVERED').executeTakeFirstOrThrow()).n) - deliveredBefore;
       // The rate is what reached the sink; a message recorded as delivered that did not (or one
       // that arrived twice) fails the run instead of flattering it.
       const received = (await sink.count()) - receivedBefore;
       if (received !== sent) throw new Error(`the sink received ${received} messages; ${sent} were recorded as delivered`);
-      return { messagesPerSecond: Math.round(received / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: received };
+      return { messagesPerSecond: Math.round(received / seconds), seconds: Number(seconds.toFixed(2)), receivedBySink: received, cpu };
     },
     async close() {
       clearInterval(sampler);

@@ -4,9 +4,9 @@ import { addSuppressions, appendEvents, countOnce, unsubscribeRecipients, type C
 import { releaseClaims, releaseWithEvents, type ClaimRelease } from '../data/emails.js';
 import { engages, recordEngagement } from '../data/engagement.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { countKinds, STATUS_RANK, statusAfter } from './contract.js';
+import { countKinds, emailEventType, STATUS_RANK, statusAfter } from './contract.js';
 import { runsEnded } from './automations.js';
-import { callRow, report, type Reported } from './outbox.js';
+import { callRow, listening, report, type Reported } from './outbox.js';
 import { contactEvent, emailEvent, type EmailSnapshot } from './payloads.js';
 import { guardReputation, type GuardDeps } from './reputation-guard.js';
 
@@ -112,7 +112,8 @@ const isPlain = (outcome: ClaimOutcome) =>
 /**
  * Writes what attempts did, at once: the rows whose claim still holds get their next attempt,
  * their new status and their events; a lost claim's events are its new claimant's to write. Plain
- * outcomes, nearly all of them, take one statement (releaseWithEvents); the rest a transaction
+ * outcomes, nearly all of them, take one statement (releaseWithEvents) after a read of which
+ * webhooks listen; the rest a transaction
  * through applyEvents, after which the reputation guard looks at what was counted. Answers the
  * ids written.
  */
@@ -122,7 +123,14 @@ export async function applyClaimOutcomes(deps: EventDeps, outcomes: ClaimOutcome
     const events = outcomes.flatMap((outcome) =>
       outcome.events.map((event) => ({ teamId: outcome.teamId, emailId: outcome.id, status: event.status, data: event.data, kinds: countKinds(event) })),
     );
-    const calls = outcomes.flatMap((outcome) => outcome.events.map((event) => callRow(emailReported(outcome.teamId, outcome.email, event, now))));
+    // A payload is built only for an event some webhook takes: most mail has none listening, and
+    // building, sending and parsing payloads for nothing cost more than the read that says so.
+    const heard = await listening(deps.db, [...new Set(outcomes.map((outcome) => outcome.teamId))]);
+    const calls = outcomes.flatMap((outcome) =>
+      outcome.events
+        .filter((event) => heard(outcome.teamId, emailEventType(event.status), outcome.email.domain_id))
+        .map((event) => callRow(emailReported(outcome.teamId, outcome.email, event, now))),
+    );
     const { written, appended } = await releaseWithEvents(deps.db, { releases, events, calls, ranks: STATUS_RANK }, now);
     countStatusChanges(deps.metrics, appended);
     return written;

@@ -40,6 +40,11 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   const domains = new DomainSettingsCache(deps);
   const totals = { claimed: 0, sent: 0, written: 0 };
   const capacity = config.dispatchBatchSize * config.dispatchConcurrency;
+  // A claim waits for half a batch of room (unless nothing is in flight): claiming each email's
+  // place as it frees would split the queue into batches of a few emails, each paying a claim, its
+  // lookups and an outcome write of its own.
+  const minimumClaim = Math.ceil(config.dispatchBatchSize / 2);
+  const mayClaim = () => capacity - inFlight >= (inFlight === 0 ? 1 : minimumClaim);
   let inFlight = 0;
   const outcomeWrites = new GroupedWrites<Outcome>(
     async (outcomes) => {
@@ -194,7 +199,7 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   /** Claims while there is room and due mail; then a wake-up, a finished batch or the poll brings the next pass. */
   const loop = startWorkerLoop({
     pass: async (stopping) => {
-      while (!stopping.aborted && capacity - inFlight > 0 && (await claimOnce()));
+      while (!stopping.aborted && mayClaim() && (await claimOnce()));
     },
     pollMs: config.dispatchPollMs,
     onError: (error) => log.error('claiming due emails failed', { error }),
