@@ -67,3 +67,38 @@ describe('the parsing thread reads exactly the bytes it is given', () => {
     expect(parsed.map((p) => p.subject)).toStrictEqual(subjects);
   });
 });
+
+describe('parts decoded on the parsing thread come out byte for byte', () => {
+  it('base64, quoted-printable and 8bit parts, small and large, each whole and nothing else', async () => {
+    const binary = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 31) % 256));
+    const tiny = Buffer.from([0, 255]);
+    const accented = 'Grüße, ça va ? 日本語 ✓ '.repeat(200);
+    const qp = Buffer.from(accented, 'utf8').toString('latin1').replace(/[^\x20-\x3c\x3e-\x7e]/g, (c) => `=${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+    // Soft line breaks every 60 or so characters, never inside an escape.
+    const qpLines = qp.match(/(?:=[0-9A-F]{2}|[^=]){1,60}/g)!.join('=\r\n');
+    const raw = Buffer.concat([
+      Buffer.from(
+        [
+          'From: ada@example.com', 'To: jo@x.example', 'Subject: Parts', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', '',
+          '--b', 'Content-Type: multipart/alternative; boundary="a"', '',
+          '--a', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: quoted-printable', '', qpLines,
+          '--a', 'Content-Type: text/html; charset=utf-8', 'Content-Transfer-Encoding: 8bit', '', '',
+        ].join('\r\n'),
+      ),
+      Buffer.from('<p>Grüße ✓</p>\r\n', 'utf8'),
+      Buffer.from(
+        [
+          '--a--', '',
+          '--b', 'Content-Type: application/octet-stream', 'Content-Disposition: attachment; filename="big.bin"', 'Content-Transfer-Encoding: base64', '',
+          binary.toString('base64').replace(/.{76}/g, '$&\r\n'),
+          '--b', 'Content-Type: application/octet-stream', 'Content-Disposition: attachment; filename="tiny.bin"', 'Content-Transfer-Encoding: base64', '',
+          tiny.toString('base64'), '--b--', '',
+        ].join('\r\n'),
+      ),
+    ]);
+    const parsed = await parseReceived(raw);
+    expect(parsed.text?.replace(/\n$/, '')).toBe(accented);
+    expect(parsed.html?.trim()).toBe('<p>Grüße ✓</p>');
+    expect(parsed.attachments.map((a) => [a.filename, Buffer.from(a.content as ArrayBuffer)])).toStrictEqual([['big.bin', binary], ['tiny.bin', tiny]]);
+  });
+});
