@@ -1,6 +1,7 @@
 import { CompiledQuery, sql, type Selectable } from 'kysely';
 import { copyRows } from '../db/copy.js';
 import type { Db } from '../db/connection.js';
+import { refreshStatistics } from './statistics.js';
 import type { ContactsTable, UnsubscribeReason } from '../db/schema.js';
 import { containing } from './like.js';
 
@@ -100,34 +101,13 @@ export async function findContactsByEmailKeys(tx: Db, teamId: number, bookId: st
   return result.rows;
 }
 
-// A table smaller than this (some thousands of rows) never has stale statistics: it is cheap
-// to plan wrongly, and its writers should not pay for an ANALYZE.
-const STALE_FROM_PAGES = 32;
-
 /**
- * Brings the planner's statistics of contacts, and of the automation runs an import starts, up to
- * date when a table has outgrown them: never gathered, or the table half as large again since.
- * Without them a book imported moments ago looks like a few rows, and a bulk upsert's lookup reads
+ * The statistics of contacts, and of the automation runs an import starts (refreshStatistics):
+ * without them a book imported moments ago looks like a few rows, and a bulk upsert's lookup reads
  * the whole book instead of probing contacts_email once per key (and a runner's claim sorts every
- * due run instead of walking automation_runs_due). PostgreSQL's autovacuum gathers them within a
- * minute or so; the embedded database has no autovacuum, and would never have them. The table's
- * size on disk is read as it is now (pg_stat counters reach the view late). Where another session
- * holds a table against ANALYZE (its own ANALYZE or VACUUM, an index being built), it is skipped
- * rather than waited for: that session is already gathering them, or the next import will.
+ * due run instead of walking automation_runs_due).
  */
-export async function refreshContactStatistics(db: Db): Promise<void> {
-  for (const table of ['contacts', 'automation_runs'] as const) {
-    const { rows } = await sql<{ stale: boolean }>`
-      SELECT pages >= ${STALE_FROM_PAGES} AND (pages >= relpages * 1.5 OR NOT EXISTS (
-        SELECT 1 FROM pg_stats WHERE schemaname = current_schema() AND tablename = ${table}
-      )) AS stale
-      FROM (
-        SELECT pg_relation_size(oid) / current_setting('block_size')::int AS pages, relpages FROM pg_class
-        WHERE oid = ${table}::regclass
-      ) size`.execute(db);
-    if (rows[0]?.stale) await sql`ANALYZE (SKIP_LOCKED) ${sql.table(table)}`.execute(db);
-  }
-}
+export const refreshContactStatistics = (db: Db): Promise<void> => refreshStatistics(db, ['contacts', 'automation_runs']);
 
 // The rows travel as one array per column: a fixed number of parameters whatever their number,
 // and cheaper for Postgres to unpack than one JSON document.

@@ -1,5 +1,6 @@
 import { QueueFronts } from './queue-fronts.js';
 import { claimDueCalls, recordAttempts, type AttemptRecord, type ClaimedCall } from '../data/webhook-delivery.js';
+import { refreshStatistics } from '../data/statistics.js';
 import type { Deps } from '../deps.js';
 import { AnswerCache } from '../reuse-for.js';
 import { startWorkerLoop } from '../workers/loop.js';
@@ -16,7 +17,7 @@ export type WebhookSender = { stop(): Promise<void> };
 const RECORD_BATCH = 200;
 const RECORD_DELAY_MS = 20;
 /**
- * Claims come at most this often (unless the last one took calls and left others due): each
+ * Claims come at most this often (unless the last one left due calls for want of room): each
  * reads the front of every webhook's queue, and on the embedded database every statement waits
  * its turn with the dispatcher's, so sending is never starved by the calls that report it.
  */
@@ -34,6 +35,12 @@ const RUN_GAP_MS = 1_000;
 /** Past the longest a transaction that writes webhook calls stays open (see QueueFronts). */
 const FRONTS_LAG_MS = 10_000;
 const FRONTS_MAX_AGE_MS = 60_000;
+/**
+ * How often the claim looks at whether the calls table has outgrown its statistics: a backlog
+ * written moments ago (a campaign's calls) is planned as a few rows without them, and checking each
+ * claimed call against its subject's earlier calls then reads every pending call of the webhook.
+ */
+const STATISTICS_CHECK_MS = 10_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
 
@@ -93,7 +100,11 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   const queueFronts = new QueueFronts({ lagMs: FRONTS_LAG_MS, maxAgeMs: FRONTS_MAX_AGE_MS });
   const totals = { delivered: 0, retried: 0, failed: 0 };
   let slotsUsed = 0;
+  let posting = 0;
+  // The last claim left due calls for want of room: the next may come as soon as there is room.
+  let backlog = false;
   let lastClaimAt = 0;
+  let statisticsCheckedAt = 0;
   let sending = false;
   let sendingSince = 0;
   let idleSince = 0;
@@ -154,9 +165,13 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     const key = `${call.team_id}:${call.webhook_id}`;
     slotsUsed++;
     inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    posting++;
     const work = post(call).then((record) => {
+      posting--;
       toRecord.push({ record, key });
-      if (toRecord.length >= RECORD_BATCH) void flush();
+      // Once no post is under way, nothing more is coming to wait for: the slots are freed, and
+      // the next claim made, only when the attempts are recorded.
+      if (toRecord.length >= RECORD_BATCH || posting === 0) void flush();
       else recordTimer ??= setTimeout(() => void flush(), RECORD_DELAY_MS);
     });
     void loop.track(work);
@@ -166,11 +181,16 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     const free = config.webhookConcurrency - slotsUsed;
     if (free <= 0) return false;
     const now = new Date();
+    if (now.getTime() - statisticsCheckedAt >= STATISTICS_CHECK_MS) {
+      statisticsCheckedAt = now.getTime();
+      await refreshStatistics(db, ['webhook_calls']);
+    }
     const fronts = queueFronts.forClaim();
     const { calls, more } = await claimDueCalls(db, {
       now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts, silent: claims.silent(),
     });
     queueFronts.found(fronts);
+    backlog = more;
     for (const call of calls) start(call);
     // Claiming again at once helps only when this claim found slots to fill.
     return more && calls.length > 0;
@@ -192,7 +212,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     holdBack: () =>
       deferring()
         ? Math.min(lastClaimAt + BUSY_SPACING_MS[deps.dbKind], sendingSince + MAX_DEFER_MS) - Date.now()
-        : lastClaimAt + CLAIM_SPACING_MS - Date.now(),
+        : backlog ? 0 : lastClaimAt + CLAIM_SPACING_MS - Date.now(),
   });
 
   const unsubscribe = [
