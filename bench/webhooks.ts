@@ -16,6 +16,7 @@
 import { sql } from 'kysely';
 import { EVENT_TYPES } from '../src/events/contract.js';
 import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
+import { startCpuSplit } from './cpu-split.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
 
 export type WebhooksBenchResult = {
@@ -39,6 +40,10 @@ export type WebhooksBenchResult = {
     callsPerSecond: number;
     /** Calls the receiver still lacked when the dispatcher had delivered every email. */
     behindAtDeliveryEnd: number;
+    /** From the last email's outcome being written until the receiver saw the last new call id. */
+    secondsAfterLastEmail: number;
+    /** The receiver's CPU per call (a real receiver's cost, on the same cores as everything else). */
+    receiverCpuMsPerCall: number;
   };
   /** Of the on phase: server, releaser, dispatcher and webhook sender (on PGlite, the database too). */
   peakRssMb: number;
@@ -131,7 +136,9 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
     bench.resetPeakRss();
     const startedAtMs = Date.now();
     sender = startWebhookSender(bench.server.deps);
+    const receiverCpu = startCpuSplit();
     const on = await sendCampaign(bench, book.id, 'Bench', total);
+    const lastEmailAtMs = Date.now();
 
     const callCounts = async () => {
       const rows = await db
@@ -171,6 +178,7 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
     seen = await receiver.counts();
 
     const secondsToLastCall = seen.lastNewAtMs > 0 ? (seen.lastNewAtMs - startedAtMs) / 1000 : 0;
+    const receiverSeconds = receiverCpu().find((entry) => entry.part === 'process bench/webhooks/receiver.ts')?.seconds ?? 0;
     const result: WebhooksBenchResult = {
       database: bench.server.deps.dbKind,
       contacts: total,
@@ -186,6 +194,8 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
         secondsToLastCall: Number(secondsToLastCall.toFixed(2)),
         callsPerSecond: secondsToLastCall > 0 ? Math.round(seen.distinct / secondsToLastCall) : 0,
         behindAtDeliveryEnd,
+        secondsAfterLastEmail: seen.lastNewAtMs > 0 ? Number(Math.max(0, (seen.lastNewAtMs - lastEmailAtMs) / 1000).toFixed(2)) : 0,
+        receiverCpuMsPerCall: seen.requests > 0 ? Number(((receiverSeconds * 1000) / seen.requests).toFixed(3)) : 0,
       },
       peakRssMb: bench.peakRssMb(),
     };
