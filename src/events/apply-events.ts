@@ -113,9 +113,8 @@ const isPlain = (outcome: ClaimOutcome) =>
  * Writes what attempts did, at once: the rows whose claim still holds get their next attempt,
  * their new status and their events; a lost claim's events are its new claimant's to write. Plain
  * outcomes, nearly all of them, take one statement (releaseWithEvents) after a read of which
- * webhooks listen; the rest a transaction
- * through applyEvents, after which the reputation guard looks at what was counted. Answers the
- * ids written.
+ * webhooks listen; the rest a transaction through applyEvents, after which the reputation guard
+ * looks at what was counted. Answers the ids written.
  */
 export async function applyClaimOutcomes(deps: EventDeps, outcomes: ClaimOutcome[], now: Date): Promise<Set<string>> {
   const releases = outcomes.map((outcome) => ({ ...outcome, status: statusAfter(outcome.events) }));

@@ -40,12 +40,12 @@ export function startDispatcher(deps: DispatcherDeps, parts: { transport: Transp
   const domains = new DomainSettingsCache(deps);
   const totals = { claimed: 0, sent: 0, written: 0 };
   const capacity = config.dispatchBatchSize * config.dispatchConcurrency;
+  let inFlight = 0;
   // A claim waits for half a batch of room (unless nothing is in flight): claiming each email's
   // place as it frees would split the queue into batches of a few emails, each paying a claim, its
   // lookups and an outcome write of its own.
   const minimumClaim = Math.ceil(config.dispatchBatchSize / 2);
   const mayClaim = () => capacity - inFlight >= (inFlight === 0 ? 1 : minimumClaim);
-  let inFlight = 0;
   const outcomeWrites = new GroupedWrites<Outcome>(
     async (outcomes) => {
       totals.written += await recordOutcomes(deps, outcomes, () => loop.stopping.aborted);
