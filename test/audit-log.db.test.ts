@@ -8,6 +8,7 @@ import { createApiKey, createTeamApiKey, revokeTeamApiKey } from '../src/service
 import { createTeam } from '../src/services/teams.js';
 import { routeName, teamFixture, type TeamFixture } from './helpers/fixtures.js';
 import { startTestServer, type CallResult, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
 
 /**
  * The audit log on real parts: every change is made over HTTP (or through the CLI's commands and
@@ -169,8 +170,12 @@ describe('every change made through the API writes one audit row in its transact
     await expectAudited('PATCH /webhooks/{webhookId}', path, { description: 'Audited' }, { action: 'webhook.updated', ...target });
     await expectAudited('POST /webhooks/{webhookId}/rotate-secret', `${path}/rotate-secret`, undefined, { action: 'webhook.secretRotated', ...target });
     const call = await expectAudited('POST /webhooks/{webhookId}/test', `${path}/test`, undefined, { action: 'webhook.tested', ...target });
-    // A call is retried once it is no longer PENDING: here as if its attempts had run out.
-    await server.deps.db.updateTable('webhook_calls').set({ status: 'FAILED' }).where('id', '=', call.id).execute();
+    // A call is retried once it is no longer PENDING: here as if its attempts had run out, once the
+    // sender has recorded its first (refused) attempt, which would otherwise overwrite the status.
+    const { db } = server.deps;
+    const attempted = () => db.selectFrom('webhook_calls').select(['attempt', 'claimed_by']).where('id', '=', call.id).executeTakeFirstOrThrow();
+    await waitFor('the test call attempted once', attempted, (row) => row.attempt >= 1 && row.claimed_by === null);
+    await db.updateTable('webhook_calls').set({ status: 'FAILED' }).where('id', '=', call.id).execute();
     await expectAudited('POST /webhooks/{webhookId}/calls/{callId}/retry', `${path}/calls/${call.id}/retry`, undefined, { action: 'webhookCall.retried', targetType: 'webhookCall', targetId: is(call.id) });
     await expectAudited('DELETE /webhooks/{webhookId}', path, undefined, { action: 'webhook.deleted', ...target });
   });
