@@ -21,12 +21,10 @@
  * transport's sends are counted too: a message a destination postponed untried goes back to the
  * queue in the database and is handed over again.
  */
-import { execFile } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import type { ReceiverStats } from './direct/receivers.js';
 import { createTransport, type Transport } from '../src/sending/transports/index.js';
+import { runThisScriptApart } from './run-apart.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchSink } from './harness.js';
 
 const DOMAINS = 50;
@@ -161,13 +159,9 @@ export async function benchDirectRun(mode: Mode, options: { databaseUrl?: string
   }
 }
 
-const TSX = path.resolve('node_modules/.bin/tsx');
-
 /** A run in a process of its own (this script with `--run`), which prints its result as JSON. */
-async function runApart(mode: Mode, databaseUrl: string, contacts: number): Promise<DirectBenchRun> {
-  const { stdout } = await promisify(execFile)(TSX, ['bench/direct.ts', '--run', mode, databaseUrl, String(contacts)], { maxBuffer: 16 * 1024 * 1024 });
-  return JSON.parse(stdout) as DirectBenchRun;
-}
+const runApart = (mode: Mode, databaseUrl: string, contacts: number) =>
+  runThisScriptApart<DirectBenchRun>(['--run', mode, databaseUrl, String(contacts)]);
 
 const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 

@@ -30,17 +30,15 @@
  *   through /proc/self/clear_refs) from the MAIL until its webhook call was delivered; the load
  *   generator also samples the server's VmRSS every 10 ms meanwhile.
  */
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, createPrivateKey } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
 import nodemailer from 'nodemailer';
 import { DkimSigner } from '../src/domains/dkim.js';
 import { startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
+import { runThisScriptApart } from './run-apart.js';
 
 const CONNECTIONS = 4;
 /**
@@ -577,14 +575,9 @@ export type InboundBenchResult = {
   loadAverage: number;
 };
 
-const TSX = path.resolve('node_modules/.bin/tsx');
-
 /** A run in a process of its own (this script with `--run`), which prints its result as JSON. */
-async function runApart<T>(run: Run, databaseUrl: string, messages?: number): Promise<T> {
-  const args = ['bench/inbound.ts', '--run', run, databaseUrl, ...(messages ? [String(messages)] : [])];
-  const { stdout } = await promisify(execFile)(TSX, args, { maxBuffer: 16 * 1024 * 1024 });
-  return JSON.parse(stdout) as T;
-}
+const runApart = <T>(run: Run, databaseUrl: string, messages?: number) =>
+  runThisScriptApart<T>(['--run', run, databaseUrl, ...(messages ? [String(messages)] : [])]);
 
 /** Both runs, each in a process of its own on a fresh database. */
 export async function benchInbound(options: { databaseUrl?: string; messages?: number } = {}): Promise<InboundBenchResult> {

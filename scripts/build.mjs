@@ -25,42 +25,42 @@ const DIST = path.join(root, 'dist');
 const ENTRIES = ['main.js', 'cli.js'];
 const CLUSTER = 'pgdata';
 const EXTERNAL = ['@electric-sql/pglite', 'selfsigned', 'pg-native'];
-const FILE_RELATIVE_TO_MODULE = /new URL\(([^()]*?),\s*import\.meta\.url\)/g;
 // What every part of dist/ is made from, besides src/ for the bundles.
 const TOOLING = ['package-lock.json', 'scripts/build.mjs'].map((file) => path.join(root, file));
 
 /**
- * Rewrites `new URL(name, import.meta.url)` in each module of src/ to name the file beside the
- * module's source: in the bundle, import.meta.url is the bundle's.
+ * Gives each module of the project's own that is not an entry its source's URL as import.meta.url
+ * (in the bundle it would be the bundle's): a file it reads at run time (`new URL('./migrations/',
+ * import.meta.url)`) is read beside its source, and a script's own "am I the program" check
+ * (`import.meta.url === argv[1]`) holds only in the entry that node runs.
  */
-const filesBesideSource = (outdir) => ({
-  name: 'files-beside-source',
+const sourceUrls = (outdir, sources) => ({
+  name: 'source-urls',
   setup(build) {
     build.onLoad({ filter: /\.ts$/ }, async (args) => {
-      if (!args.path.startsWith(src + path.sep)) return undefined;
+      if (args.path.includes(`${path.sep}node_modules${path.sep}`) || sources.includes(args.path)) return undefined;
       const source = path.relative(outdir, args.path).split(path.sep).join('/');
-      const text = (await readFile(args.path, 'utf8')).replace(
-        FILE_RELATIVE_TO_MODULE,
-        (_, name) => `new URL(${name}, new URL(${JSON.stringify(source)}, import.meta.url))`,
-      );
+      const text = (await readFile(args.path, 'utf8')).replaceAll('import.meta.url', `new URL(${JSON.stringify(source)}, import.meta.url).href`);
       return { contents: text, loader: 'ts' };
     });
   },
 });
 
 /**
- * Bundles into a directory of its own, then moves each file into `outdir`, the entries last, and
- * removes the chunks an earlier build left: a process starting meanwhile, or a second build at the
- * same time (four `npm start` of a Procfile), never sees an entry without its chunks.
+ * Bundles `sources` (src/main.ts and src/cli.ts unless told) into a directory of its own, then moves
+ * each file into `outdir`, the entries last, and removes the chunks an earlier build left: a process
+ * starting meanwhile, or a second build at the same time (four `npm start` of a Procfile), never
+ * sees an entry without its chunks.
  */
-async function bundle(outdir) {
+async function bundle(outdir, sources = ENTRIES.map((entry) => path.join(src, entry.replace(/\.js$/, '.ts')))) {
+  const entries = sources.map((source) => path.basename(source).replace(/\.ts$/, '.js'));
   const started = new Date();
   const staging = `${outdir}.${process.pid}.tmp`;
   const esbuild = await import('esbuild');
   try {
     const result = await esbuild.build({
       absWorkingDir: root,
-      entryPoints: ENTRIES.map((entry) => path.join(src, entry.replace(/\.js$/, '.ts'))),
+      entryPoints: sources,
       outdir: staging,
       bundle: true,
       splitting: true,
@@ -70,15 +70,15 @@ async function bundle(outdir) {
       external: EXTERNAL,
       // The CommonJS packages in the bundle call require().
       banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-      plugins: [filesBesideSource(outdir)],
+      plugins: [sourceUrls(outdir, sources)],
       logLevel: 'warning',
       metafile: true,
     });
     await mkdir(outdir, { recursive: true });
     const built = Object.keys(result.metafile.outputs).map((file) => path.basename(file));
     // Dated when the build began: a source saved while it ran is newer, and builds again.
-    for (const entry of ENTRIES) await utimes(path.join(staging, entry), started, started);
-    for (const file of [...built.filter((name) => !ENTRIES.includes(name)), ...ENTRIES]) {
+    for (const entry of entries) await utimes(path.join(staging, entry), started, started);
+    for (const file of [...built.filter((name) => !entries.includes(name)), ...entries]) {
       await rename(path.join(staging, file), path.join(outdir, file));
     }
     for (const file of await readdir(outdir)) {
@@ -141,7 +141,16 @@ export async function build({ outdir = DIST, force = false, say = () => {} } = {
   }
 }
 
+/**
+ * `node scripts/build.mjs [--outdir DIR] [SCRIPT.ts…]`: dist/ in full, or into DIR; with scripts
+ * named, only their bundles (the benchmarks run theirs, so that a figure of memory or CPU is the
+ * service's as `npm start` runs it, without a TypeScript loader's share). The outdir must lie
+ * inside the project, where the bundles find the installed packages.
+ */
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const outdir = process.argv.indexOf('--outdir');
-  await build({ outdir: outdir === -1 ? DIST : path.resolve(process.argv[outdir + 1]), force: true });
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--outdir');
+  const outdir = at === -1 ? DIST : path.resolve(args.splice(at, 2)[1]);
+  if (args.length > 0) await bundle(outdir, args.map((script) => path.resolve(script)));
+  else await build({ outdir, force: true });
 }
