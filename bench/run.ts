@@ -454,7 +454,8 @@ const lines = [
   `Measured ${today()} by \`npm run bench\` on ${machine()}. ` +
     `Load generator, server and SMTP sink share the same cores; load average ${load1?.toFixed(1)} when the run ended.`,
   'Each benchmark runs in plain node from a bundle of its script made as dist/ is (`scripts/build.mjs`), as `npm start`',
-  'runs the service: its memory and CPU hold no TypeScript loader.',
+  `runs the service: its memory and CPU hold no TypeScript loader. \`MALLOC_ARENA_MAX\`: ${process.env.MALLOC_ARENA_MAX ?? "unset (glibc's default)"} (\`npm start\` and`,
+  '`npm run bench` set 2 unless it is set).',
   '',
   `Settings that are not the defaults, in every benchmark's server: ${Object.entries(BENCH_SETTINGS).map(([name, value]) => `\`${name}=${value}\``).join(', ')}`,
   '(a `ROLE=api` server, whose workers each benchmark starts itself, so that each phase is measured alone).',
