@@ -9,6 +9,7 @@ import {
   errorsLogged,
   failedServerStart,
   killGroup,
+  NPM_START,
   seededDataDir,
   startServerProcess,
   tempDir,
@@ -43,6 +44,19 @@ describe('starting and stopping the service', () => {
     expect(existsSync(lockFile(dataDir))).toBe(false);
     expect(existsSync(socketFile(dataDir))).toBe(false);
     expect(errorsLogged(server.stderr())).toEqual([]);
+  });
+
+  it('a SIGTERM to npm start reaches the service, which drains, lets go of DATA_DIR and exits, leaving no process behind', async () => {
+    const dataDir = await seededDataDirForTest();
+    const server = await startServerProcess(childEnv({ DATA_DIR: dataDir }), NPM_START);
+    expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+
+    // Only npm is signalled, as a service manager or a Procfile runner that knows its pid does.
+    await server.stop();
+    expect(existsSync(lockFile(dataDir))).toBe(false);
+    expect(existsSync(socketFile(dataDir))).toBe(false);
+    expect(server.stderr()).toContain('"msg":"dispatcher stopped"');
+    expect(() => process.kill(-server.child.pid!, 0), 'a process of npm start still runs').toThrow();
   });
 
   it('a second server on the same DATA_DIR refuses to start, naming the directory and the holder', async () => {
