@@ -11,6 +11,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { loadConfig } from '../src/config.js';
+import { limitHeapGrowth } from '../src/heap-growth.js';
 import { createLogger } from '../src/log.js';
 import { CampaignRenderer } from '../src/campaigns/render.js';
 import { startReleaser } from '../src/campaigns/releaser.js';
@@ -36,6 +37,8 @@ const TSX = path.resolve('node_modules/.bin/tsx');
 // leaves ~100 MB of it). A service left idle gets the same from V8's memory reducer.
 v8.setFlagsFromString('--expose-gc');
 const collectGarbage = vm.runInNewContext('gc') as () => void;
+// The service's process-wide setting, as src/main.ts makes it.
+limitHeapGrowth();
 
 /**
  * A helper process of the benchmarks (the SMTP sink, the webhook receiver): it prints

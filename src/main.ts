@@ -17,6 +17,7 @@ import { startDomainWorker, type DomainWorker } from './domains/worker.js';
 import { startInboundSmtp, type InboundListener } from './feedback/inbound-smtp.js';
 import type { AppDeps } from './http/deps.js';
 import { teamRateLimiter } from './http/shared-rate-limit.js';
+import { limitHeapGrowth } from './heap-growth.js';
 import { createLogger, type Logger } from './log.js';
 import { RecipientTokens } from './mail/tokens.js';
 import { Metrics } from './metrics/metrics.js';
@@ -217,6 +218,7 @@ function readyLine(service: RunningService, config: Config): string {
 
 /** The process: configuration from the environment, a start, and a graceful stop on SIGTERM or SIGINT. */
 async function run(): Promise<void> {
+  limitHeapGrowth();
   let config: Config;
   try {
     config = loadConfig();
