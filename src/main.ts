@@ -262,8 +262,16 @@ async function run(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  // Ctrl-C on `npm start` reaches the service twice, from the terminal and passed on by npm: a
+  // repeat must not cut the drain short (SHUTDOWN_TIMEOUT_MS bounds it).
+  let stopping = false;
+  const onSignal = (signal: string) => {
+    if (stopping) return log.info('already shutting down', { signal });
+    stopping = true;
+    shutdown(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
     log.info(readyLine(await starting, config));
   } catch (error) {
