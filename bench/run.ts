@@ -18,6 +18,7 @@ import type { HostileBenchResult } from './hostile-requests.js';
 import type { InboundBenchResult } from './inbound.js';
 import { BENCH_SETTINGS, type CpuPerMessage } from './harness.js';
 import { benchPostgresUrl, postgresReachable } from './postgres.js';
+import { runNodeForJson } from './run-apart.js';
 import type { RateLimitBenchResult } from './rate-limit.js';
 import type { SegmentsBenchResult } from './segments.js';
 import { startupBench, type StartupBenchResult } from './startup.js';
@@ -38,10 +39,7 @@ const bundleOf = (script: string) => path.join(BUNDLES, `${script}.js`);
  * Each benchmark runs in a process of its own, so its peak RSS is its own service's and not what
  * an earlier benchmark left in the heap. The script prints its result as JSON.
  */
-async function inOwnProcess<T>(script: string, args: string[]): Promise<T> {
-  const { stdout } = await promisify(execFile)(process.execPath, [bundleOf(script), ...args], { maxBuffer: 16 * 1024 * 1024 });
-  return JSON.parse(stdout) as T;
-}
+const inOwnProcess = <T>(script: string, args: string[]) => runNodeForJson<T>([bundleOf(script), ...args]);
 
 /**
  * The webhook benchmark fails when a call is lost, printing what it measured: that goes into
