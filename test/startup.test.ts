@@ -19,6 +19,18 @@ import { call } from './helpers/server.js';
 
 const cleanups = cleanUpAfterEach();
 
+/** Resolves once no process of the group `pgid` is left. */
+async function waitGroupGone(pgid: number): Promise<void> {
+  for (;;) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** A DATA_DIR removed after the test; `seeded`, it already holds the migrated embedded database. */
 async function dataDirForTest(seeded = false) {
   const dir = await (seeded ? seededDataDir() : tempDir());
@@ -57,6 +69,20 @@ describe('starting and stopping the service', () => {
     expect(existsSync(socketFile(dataDir))).toBe(false);
     expect(server.stderr()).toContain('"msg":"dispatcher stopped"');
     expect(() => process.kill(-server.child.pid!, 0), 'a process of npm start still runs').toThrow();
+  });
+
+  it('Ctrl-C on npm start, which the service hears twice (from the terminal and from npm), still lets it drain and let go of DATA_DIR', async () => {
+    const dataDir = await seededDataDirForTest();
+    const server = await startServerProcess(childEnv({ DATA_DIR: dataDir }), NPM_START);
+    expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+
+    // The terminal signals the whole foreground group: npm, which passes it on, and the service.
+    process.kill(-server.child.pid!, 'SIGINT');
+    await within(server.exit, 60_000, 'npm start stopping');
+    await within(waitGroupGone(server.child.pid!), 60_000, 'the service stopping');
+    expect(server.stderr()).toContain('"msg":"already shutting down"');
+    expect(existsSync(lockFile(dataDir))).toBe(false);
+    expect(existsSync(socketFile(dataDir))).toBe(false);
   });
 
   it('a second server on the same DATA_DIR refuses to start, naming the directory and the holder', async () => {
