@@ -589,23 +589,31 @@ const lines = [
   'order turning from round to round, so that whatever else runs on the machine meanwhile hits every path alike. Every',
   'message must be accepted exactly once (2xx, or `250 2.0.0 Queued as <id>` with distinct ids; the new rows in `emails`',
   "counted). Latency: autocannon's response time; for SMTP nodemailer's, from MAIL FROM to the reply to DATA. Server CPU: of",
-  "the server's process per message, every thread's (on PostgreSQL without the database's). Ratio: SMTP over HTTP accepted/s.",
+  "the server's process per message, every thread's (on PostgreSQL without the database's). Client CPU: of each path's load",
+  'generator per message; it runs on the same cores as the server, so what a client spends is taken from the server. Ratio:',
+  'SMTP over HTTP accepted/s.',
   'The goals: with the no-delay client, server CPU per message ≤ 2 × HTTP\'s and the accepted rate ≥ 0.7 × HTTP\'s.',
   '',
-  '| Database | Messages | HTTP (msg/s) | p50 (ms) | p99 (ms) | SMTP (msg/s) | p50 (ms) | p99 (ms) | Ratio | SMTP, no delay (msg/s) | p50 (ms) | p99 (ms) | Ratio | Server CPU, HTTP / SMTP / no delay (ms/msg) | Peak RSS (MB) |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  '| Database | Messages | HTTP (msg/s) | p50 (ms) | p99 (ms) | SMTP (msg/s) | p50 (ms) | p99 (ms) | Ratio | SMTP, no delay (msg/s) | p50 (ms) | p99 (ms) | Ratio | Server CPU, HTTP / SMTP / no delay (ms/msg) | Client CPU, HTTP / SMTP / no delay (ms/msg) | Peak RSS (MB) |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...submission.map(
     (r) =>
       `| ${r.database} | ${r.messages.toLocaleString('en')} | ${r.http.acceptedPerSecond.toLocaleString('en')} | ${r.http.p50Ms} | ${r.http.p99Ms} | ` +
       `${r.smtp.acceptedPerSecond.toLocaleString('en')} | ${r.smtp.p50Ms} | ${r.smtp.p99Ms} | ${r.ratio} | ` +
       `${r.smtpNoDelay.acceptedPerSecond.toLocaleString('en')} | ${r.smtpNoDelay.p50Ms} | ${r.smtpNoDelay.p99Ms} | ${r.ratioNoDelay} | ` +
-      `${r.http.serverCpuMsPerMessage} / ${r.smtp.serverCpuMsPerMessage} / ${r.smtpNoDelay.serverCpuMsPerMessage} | ${r.peakRssMb} |`,
+      `${r.http.serverCpuMsPerMessage} / ${r.smtp.serverCpuMsPerMessage} / ${r.smtpNoDelay.serverCpuMsPerMessage} | ` +
+      `${r.http.clientCpuMsPerMessage} / ${r.smtp.clientCpuMsPerMessage} / ${r.smtpNoDelay.clientCpuMsPerMessage} | ${r.peakRssMb} |`,
   ),
   ...submission.flatMap((r) => {
     const cpuRatio = Number((r.smtpNoDelay.serverCpuMsPerMessage / r.http.serverCpuMsPerMessage).toFixed(2));
     const misses = [
       ...(cpuRatio > 2 ? [`server CPU per message ${cpuRatio} × HTTP's (the goal is ≤ 2)`] : []),
-      ...(r.ratioNoDelay < 0.7 ? [`the no-delay client accepted at ${r.ratioNoDelay} × HTTP's rate (the goal is ≥ 0.7)`] : []),
+      ...(r.ratioNoDelay < 0.7
+        ? [
+          `the no-delay client accepted at ${r.ratioNoDelay} × HTTP's rate (the goal is ≥ 0.7), while spending ` +
+            `${(r.smtpNoDelay.clientCpuMsPerMessage / r.http.clientCpuMsPerMessage).toFixed(1)} × autocannon's CPU per message on the same cores`,
+        ]
+        : []),
     ];
     return misses.length > 0 ? ['', `**Below the goal on ${r.database}:** ${misses.join('; ')}.`] : [];
   }),

@@ -50,6 +50,8 @@ type BatchResult = {
   ids?: string[];
   /** Of each accepted message, in ms. SMTP: MAIL FROM to the reply to DATA (nodemailer's envelopeTime + messageTime); HTTP: autocannon's response time. */
   latencies: number[];
+  /** CPU time the load generator's process spent on the batch, in µs. */
+  cpuMicros: number;
 };
 
 export type PathResult = {
@@ -61,6 +63,11 @@ export type PathResult = {
   p99Ms: number;
   /** CPU time of the server's process per accepted message (on PostgreSQL, not the database's). */
   serverCpuMsPerMessage: number;
+  /**
+   * CPU time of the path's load generator per accepted message: it runs on the same cores, so what
+   * a client spends is not the server's to spend.
+   */
+  clientCpuMsPerMessage: number;
 };
 
 export type SubmissionBenchResult = {
@@ -99,7 +106,7 @@ function httpClient(spec: ClientSpec) {
   };
   return {
     send: (count: number) =>
-      new Promise<BatchResult>((resolve, reject) => {
+      new Promise<Omit<BatchResult, 'cpuMicros'>>((resolve, reject) => {
         const latencies: number[] = [];
         const started = performance.now();
         let lastResponse = started;
@@ -137,7 +144,7 @@ function smtpClient(spec: ClientSpec) {
     ...(spec.path === 'smtpNoDelay' ? { getSocket } : {}),
   });
   return {
-    async send(count: number): Promise<BatchResult> {
+    async send(count: number): Promise<Omit<BatchResult, 'cpuMicros'>> {
       const started = performance.now();
       // All at once: the pool queues them and keeps every one of its connections busy.
       const results = await Promise.allSettled(Array.from({ length: count }, () => transport.sendMail({ ...MESSAGE })));
@@ -176,7 +183,10 @@ async function clientProcess(): Promise<void> {
       client = spec.path === 'http' ? httpClient(spec) : smtpClient(spec);
       process.stdout.write('ready\n');
     } else {
-      process.stdout.write(`${JSON.stringify(await client.send(Number(line)))}\n`);
+      const before = process.cpuUsage();
+      const result = await client.send(Number(line));
+      const cpu = process.cpuUsage(before);
+      process.stdout.write(`${JSON.stringify({ ...result, cpuMicros: cpu.user + cpu.system } satisfies BatchResult)}\n`);
     }
   }
   client?.close();
@@ -200,8 +210,8 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
       http: `${server.url}/v1/emails`, smtp: String(server.submissionPort), smtpNoDelay: String(server.submissionPort),
     };
     const totals = Object.fromEntries(
-      paths.map((path) => [path, { seconds: 0, accepted: 0, errors: 0, cpuMicros: 0, latencies: [] as number[], ids: new Set<string>() }]),
-    ) as Record<PathName, { seconds: number; accepted: number; errors: number; cpuMicros: number; latencies: number[]; ids: Set<string> }>;
+      paths.map((path) => [path, { seconds: 0, accepted: 0, errors: 0, cpuMicros: 0, clientCpuMicros: 0, latencies: [] as number[], ids: new Set<string>() }]),
+    ) as Record<PathName, { seconds: number; accepted: number; errors: number; cpuMicros: number; clientCpuMicros: number; latencies: number[]; ids: Set<string> }>;
 
     /** Sends a batch through one path; checks it was accepted whole, once; answers it and the server's CPU time. */
     const batch = async (path: PathName, client: (typeof clients)[number], count: number) => {
@@ -243,6 +253,7 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
         total.accepted += result.accepted;
         total.errors += result.errors;
         total.cpuMicros += cpuMicros;
+        total.clientCpuMicros += result.cpuMicros;
         total.latencies.push(...result.latencies);
         for (const id of result.ids ?? []) total.ids.add(id);
       }
@@ -259,6 +270,7 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
         p50Ms: Number(percentile(latencies, 50).toFixed(1)),
         p99Ms: Number(percentile(latencies, 99).toFixed(1)),
         serverCpuMsPerMessage: Number((total.cpuMicros / 1000 / total.accepted).toFixed(3)),
+        clientCpuMsPerMessage: Number((total.clientCpuMicros / 1000 / total.accepted).toFixed(3)),
       };
     };
     const [http, smtp, smtpNoDelay] = paths.map(summary) as [PathResult, PathResult, PathResult];
