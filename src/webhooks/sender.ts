@@ -41,8 +41,12 @@ const FRONTS_MAX_AGE_MS = 60_000;
  * How often the claim looks at whether the calls table has outgrown its statistics: a backlog
  * written moments ago (a campaign's calls) is planned as a few rows without them, and checking each
  * claimed call against its subject's earlier calls then reads every pending call of the webhook.
+ * The look is one cheap read, and gathering follows only when the table has grown half again. Once
+ * every 10 s, claims made while calls piled up (a sender in a process that is not the one sending
+ * the mail) went unplanned for that long: 0.5 to 1.3 s of the database's time each, 20 ms once
+ * the statistics were there.
  */
-const STATISTICS_CHECK_MS = 10_000;
+const STATISTICS_CHECK_MS = 1_000;
 /** Each retry waits this many times longer than the one before. */
 const BACKOFF_FACTOR = 5;
 
