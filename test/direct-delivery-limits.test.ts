@@ -399,8 +399,9 @@ describe("direct delivery: RFC 5321's timeouts past the greeting", () => {
   let rig: DirectRig;
   let clock: Clock;
   beforeAll(async () => {
-    // At 1/200: 150 ms to connect, 1.5 s for a reply, 600 ms for the reply to DATA, 3 s after the message.
-    rig = await startDirectRig({ DIRECT_TIMEOUT_SCALE: '0.005' }, { moreReceivers: [STALL] });
+    // At 1/100: 300 ms to connect (less is taken, on a busy machine, for a connection that failed), 3 s
+    // for a reply, 1.2 s for the reply to DATA, 6 s after the message.
+    rig = await startDirectRig({ DIRECT_TIMEOUT_SCALE: '0.01' }, { moreReceivers: [STALL] });
     clock = stopClock(rig);
     provider(rig, 'stall', 'stall.test', [STALL]);
   });
