@@ -31,7 +31,10 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  * and a paused one's backlog is never read. Two statements, each an index range per webhook
  * (webhook_calls_queue) or a primary-key probe per call, whatever the planner knows of the
  * table; the second takes only calls still free, so senders of several processes never share one.
- * `more`: due calls were left for want of room.
+ * `more`: due calls were left for want of room. `again`: some calls found due were refused when
+ * claimed (another sender took them, or an earlier call of their subject holds them back, and they
+ * went to the back), so a claim made at once finds the calls behind them; otherwise it would read
+ * the same fronts and find nothing new.
  *
  * `fronts` holds where each webhook's queue began when last read (keyed like `inFlight`), and is
  * moved on: the read starts there, past the index entries of calls already finished that a queue
@@ -46,7 +49,7 @@ export async function claimDueCalls(
     /** Workers whose claims are anyone's (see claimIsFree). */
     silent: readonly string[];
   },
-): Promise<{ calls: ClaimedCall[]; more: boolean }> {
+): Promise<{ calls: ClaimedCall[]; more: boolean; again: boolean }> {
   const fronts = [...claim.fronts].map(([key, seq]) => ({ key, seq }));
   const { rows: queued } = await sql<QueuedCall>`
     SELECT q.team_id, q.webhook_id, q.id, q.seq::text AS seq, q.subject_key,
@@ -87,7 +90,7 @@ export async function claimDueCalls(
     picked.push({ team_id: call.team_id, webhook_id: call.webhook_id, id: call.id });
     room--;
   }
-  if (picked.length === 0) return { calls: [], more };
+  if (picked.length === 0) return { calls: [], more, again: false };
   // Found by their primary key alone. Written as a CASE, the check that a call is still free
   // cannot make the planner pick webhook_calls_queue (whose predicate it would match) and read
   // every pending call of the webhook: the embedded database's tables have no statistics.
@@ -96,32 +99,24 @@ export async function claimDueCalls(
   // by webhook_calls_pending_subject, against every earlier pending call of its subject, and one
   // refused for that goes to the back (moveBehindEarlier): left at the front, enough of them would
   // fill the window and hide the earlier calls they wait for.
-  const { rows: claimed } = await sql<Omit<ClaimedCall, 'url' | 'secret'>>`
+  // The webhook's address and secret come along: a webhook deleted in between took its calls with it.
+  const { rows: claimed } = await sql<ClaimedCall>`
     UPDATE webhook_calls c SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
+      JOIN webhooks w ON w.team_id = p.team_id AND w.id = p.webhook_id
     WHERE c.team_id = p.team_id AND c.webhook_id = p.webhook_id AND c.id = p.id
       AND CASE WHEN c.status = 'PENDING' THEN ${claimIsFree(sql.ref('c.claimed_by'), sql.ref('c.lease_until'), claim.now, claim.silent)} ELSE false END
       AND NOT EXISTS (
         SELECT 1 FROM webhook_calls e
         WHERE e.team_id = c.team_id AND e.webhook_id = c.webhook_id AND e.subject_key = c.subject_key
           AND e.status = 'PENDING' AND e.created_at < c.created_at)
-    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at`.execute(db);
-  if (claimed.length < picked.length) {
+    RETURNING c.team_id, c.webhook_id, c.id, c.type, c.data, c.attempt, c.created_at, w.url, w.secret`.execute(db);
+  const again = claimed.length < picked.length;
+  if (again) {
     const taken = new Set(claimed.map((call) => `${call.team_id}:${call.webhook_id}:${call.id}`));
     await moveBehindEarlier(db, picked.filter((p) => !taken.has(`${p.team_id}:${p.webhook_id}:${p.id}`)));
   }
-  if (claimed.length === 0) return { calls: [], more };
-  const keys = [...new Map(claimed.map((call) => [`${call.team_id}:${call.webhook_id}`, { team_id: call.team_id, id: call.webhook_id }])).values()];
-  const { rows: targets } = await sql<{ team_id: number; id: string; url: string; secret: string }>`
-    SELECT w.team_id, w.id, w.url, w.secret FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(team_id integer, id text)
-    JOIN webhooks w ON w.team_id = k.team_id AND w.id = k.id`.execute(db);
-  const byKey = new Map(targets.map((target) => [`${target.team_id}:${target.id}`, target]));
-  // A webhook deleted in between took its calls with it: there is nothing left to send them to.
-  const calls = claimed.flatMap((call) => {
-    const target = byKey.get(`${call.team_id}:${call.webhook_id}`);
-    return target ? [{ ...call, url: target.url, secret: target.secret }] : [];
-  });
-  return { calls, more };
+  return { calls: claimed, more, again };
 }
 
 /** What one attempt came to, and what the call becomes. */

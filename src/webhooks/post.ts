@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { AnswerCache } from '../reuse-for.js';
 import { checkedAddresses, DEFAULT_PORTS, guardedLookup, WebhookAddressError, type Guard } from './address-guard.js';
 
 export type PostResult =
@@ -53,6 +54,7 @@ export class WebhookPoster {
   readonly #timeoutMs: number;
   readonly #http: http.Agent;
   readonly #https: https.Agent;
+  readonly #targets = new AnswerCache<string, Promise<URL | string>>({ maxEntries: 10_000 });
 
   constructor(options: Guard & { timeoutMs: number; maxSocketsPerHost?: number }) {
     this.#guard = { allow: options.allow, lookup: options.lookup, ports: options.ports };
@@ -69,24 +71,8 @@ export class WebhookPoster {
     const elapsed = () => Math.round(performance.now() - started);
     const failed = (status: number | null, error: string) => ({ ok: false as const, status, timeMs: elapsed(), error, retryAfterMs: null, gone: false });
 
-    let target: URL;
-    try {
-      target = new URL(url);
-    } catch {
-      return failed(null, 'the URL is not valid');
-    }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') return failed(null, 'the URL must use http or https');
-    // The operator may have closed a port since the webhook was saved.
-    const badPort = this.#guard.allow.allowsHost(target.hostname) ? null : (this.#guard.ports ?? DEFAULT_PORTS).refusal(target);
-    if (badPort) return failed(null, badPort);
-    // Node connects to an IP literal without calling lookup, so the guard must see it here.
-    if (isIP(target.hostname.replace(/^\[(.*)\]$/, '$1')) !== 0) {
-      try {
-        await checkedAddresses(target.hostname, this.#guard);
-      } catch (error) {
-        return failed(null, describeError(error));
-      }
-    }
+    const target = await this.#targets.get(url, () => this.#target(url));
+    if (typeof target === 'string') return failed(null, target);
 
     return new Promise<PostResult>((resolve) => {
       let settled = false;
@@ -138,6 +124,33 @@ export class WebhookPoster {
       });
       request.end(body);
     });
+  }
+
+  /**
+   * Where `url` may be posted to, or why not. What is checked here depends on the URL alone (its
+   * form, its port, and an IP literal's address), so it is checked once per URL: a name's
+   * addresses are checked by the lookup of each connection opened.
+   */
+  async #target(url: string): Promise<URL | string> {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return 'the URL is not valid';
+    }
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') return 'the URL must use http or https';
+    // The operator may have closed a port since the webhook was saved.
+    const badPort = this.#guard.allow.allowsHost(target.hostname) ? null : (this.#guard.ports ?? DEFAULT_PORTS).refusal(target);
+    if (badPort) return badPort;
+    // Node connects to an IP literal without calling lookup, so the guard must see it here.
+    if (isIP(target.hostname.replace(/^\[(.*)\]$/, '$1')) !== 0) {
+      try {
+        await checkedAddresses(target.hostname, this.#guard);
+      } catch (error) {
+        return describeError(error);
+      }
+    }
+    return target;
   }
 
   #result(status: number, headers: http.IncomingHttpHeaders, text: string, timeMs: number): PostResult {
