@@ -399,8 +399,8 @@ describe("direct delivery: RFC 5321's timeouts past the greeting", () => {
   let rig: DirectRig;
   let clock: Clock;
   beforeAll(async () => {
-    // At 1/100: 300 ms to connect (less is taken, on a busy machine, for a connection that failed), 3 s
-    // for a reply, 1.2 s for the reply to DATA, 6 s after the message.
+    // At 1/100: 300 ms to connect (on a busy machine a shorter limit can run out before a good
+    // connection is seen), 3 s for a reply, 1.2 s for the reply to DATA, 6 s after the message.
     rig = await startDirectRig({ DIRECT_TIMEOUT_SCALE: '0.01' }, { moreReceivers: [STALL] });
     clock = stopClock(rig);
     provider(rig, 'stall', 'stall.test', [STALL]);

@@ -99,7 +99,8 @@ export async function claimDueCalls(
   // by webhook_calls_pending_subject, against every earlier pending call of its subject, and one
   // refused for that goes to the back (moveBehindEarlier): left at the front, enough of them would
   // fill the window and hide the earlier calls they wait for.
-  // The webhook's address and secret come along: a webhook deleted in between took its calls with it.
+  // The webhook's address and secret come along; a call whose webhook was deleted in between is
+  // not claimed (the webhook took its calls with it).
   const { rows: claimed } = await sql<ClaimedCall>`
     UPDATE webhook_calls c SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
