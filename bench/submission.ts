@@ -1,25 +1,27 @@
 /**
  * SMTP submission against the API: the same N messages accepted through `POST /v1/emails`
- * (autocannon, 4 keep-alive connections) and through the submission listener (nodemailer, a pool
- * of 4 STARTTLS connections), on one fresh database; and through the listener once more with
- * TCP_NODELAY on nodemailer's sockets, which it leaves with Nagle's algorithm on.
+ * (autocannon, 4 keep-alive connections) and through the submission listener: by nodemailer (a
+ * pool of 4 STARTTLS connections), once as it comes and once with TCP_NODELAY on its sockets,
+ * which it leaves with Nagle's algorithm on; and by Mailroom's own relay client, which pipelines.
  *
  *   npx tsx bench/submission.ts [postgres://…/db] [messages]   (no URL: embedded PGlite)
  *
- * The bar (the issue's): submission at ≥ 0.5 × the HTTP rate. Only acceptance is measured: the
- * harness runs ROLE=api, so no dispatcher takes the queued emails (checked: every one is still
- * QUEUED at the end). Each path's load generator runs in a process of its own (this file, with
- * `--client`), so that the server's event loop does only the server's work, and first sends a
- * warm-up not counted. The messages go in rounds, each path in turn with its share and the order
- * turning from round to round, so that whatever else runs on the machine meanwhile hits every
- * path alike. Every message must be accepted exactly once: no non-2xx answer, no SMTP reply but
- * `250 … Queued as <id>`, one distinct email id per message, and one new row per message.
+ * Only acceptance is measured: the harness runs ROLE=api, so no dispatcher takes the queued emails
+ * (checked: every one is still QUEUED at the end). Each path's load generator runs in a process
+ * of its own (this file, with `--client`), so that the server's event loop does only the server's
+ * work, and first sends a warm-up not counted. The messages go in rounds, each path in turn with
+ * its share and the order turning from round to round, so that whatever else runs on the machine
+ * meanwhile hits every path alike. Every message must be accepted exactly once: no non-2xx answer,
+ * no SMTP reply but `250 … Queued as <id>`, one distinct email id per message, and one new row
+ * per message.
  */
 import net from 'node:net';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import nodemailer from 'nodemailer';
+import { buildMessage } from '../src/mail/mime.js';
+import { smtpTransport } from '../src/sending/transports/smtp.js';
 import { SENDER, startBenchHarness, startLineProcess } from './harness.js';
 
 const CONNECTIONS = 4;
@@ -35,7 +37,7 @@ const MESSAGE = {
   html: '<h1>Hello</h1><p>This is the <b>weekly</b> digest with a <a href="https://example.com">link</a>.</p>',
 };
 
-type PathName = 'http' | 'smtp' | 'smtpNoDelay';
+type PathName = 'http' | 'smtp' | 'smtpNoDelay' | 'smtpPipelining';
 
 type ClientSpec = { path: PathName; target: string; apiKey: string };
 
@@ -53,6 +55,9 @@ type BatchResult = {
   /** CPU time the load generator's process spent on the batch, in µs. */
   cpuMicros: number;
 };
+
+/** A load generator: sends batches through one path, measuring all but its own CPU time. */
+type LoadGenerator = { send(count: number): Promise<Omit<BatchResult, 'cpuMicros'>>; close(): unknown };
 
 export type PathResult = {
   acceptedPerSecond: number;
@@ -81,10 +86,14 @@ export type SubmissionBenchResult = {
   smtp: PathResult;
   /** The same with TCP_NODELAY on the client's sockets. */
   smtpNoDelay: PathResult;
+  /** Mailroom's own relay client (SMTP_URL's), which pipelines (RFC 2920) as Postfix does. */
+  smtpPipelining: PathResult;
   /** smtp.acceptedPerSecond / http.acceptedPerSecond: the bar is ≥ 0.5. */
   ratio: number;
   /** smtpNoDelay.acceptedPerSecond / http.acceptedPerSecond. */
   ratioNoDelay: number;
+  /** smtpPipelining.acceptedPerSecond / http.acceptedPerSecond. */
+  ratioPipelining: number;
   /** Rows in emails at the end: 3 × (messages + warm-up), every one still QUEUED. */
   rows: number;
   /** Of the server's process (no load generator in it; on PGlite it holds the database too). */
@@ -99,14 +108,14 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
  * The HTTP load generator: autocannon, one run per batch. Timed to the last response: autocannon
  * notices that a run is over only on its once-a-second tick.
  */
-function httpClient(spec: ClientSpec) {
+function httpClient(spec: ClientSpec): LoadGenerator {
   const options = {
     url: spec.target, method: 'POST' as const, connections: CONNECTIONS, body: JSON.stringify(MESSAGE),
     headers: { authorization: `Bearer ${spec.apiKey}`, 'content-type': 'application/json' },
   };
   return {
     send: (count: number) =>
-      new Promise<Omit<BatchResult, 'cpuMicros'>>((resolve, reject) => {
+      new Promise<Awaited<ReturnType<LoadGenerator['send']>>>((resolve, reject) => {
         const latencies: number[] = [];
         const started = performance.now();
         let lastResponse = started;
@@ -123,8 +132,32 @@ function httpClient(spec: ClientSpec) {
   };
 }
 
+/** One message's fate on an SMTP path: the reply to its final dot and how long it took, or why it failed. */
+type SmtpOutcome = { response: string; latencyMs: number } | { failure: string };
+
+const QUEUED = /^250 2\.0\.0 Queued as (\S+)$/;
+
+/** A batch's outcomes as a BatchResult: accepted are only those whose reply names an email id. */
+function tally(seconds: number, outcomes: SmtpOutcome[]): Awaited<ReturnType<LoadGenerator['send']>> {
+  const ids: string[] = [];
+  const latencies: number[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  for (const outcome of outcomes) {
+    const id = 'response' in outcome ? QUEUED.exec(outcome.response)?.[1] : undefined;
+    if (id && 'response' in outcome) {
+      ids.push(id);
+      latencies.push(outcome.latencyMs);
+    } else {
+      errors++;
+      firstError ??= 'response' in outcome ? outcome.response : outcome.failure;
+    }
+  }
+  return { seconds, accepted: ids.length, errors, firstError, ids, latencies };
+}
+
 /** The SMTP load generator: one nodemailer pool for every batch, each batch handed to it at once. */
-function smtpClient(spec: ClientSpec) {
+function smtpClient(spec: ClientSpec): LoadGenerator {
   const port = Number(spec.target);
   // nodemailer writes a message's body and its terminating dot apart: with Nagle's algorithm the
   // dot waits for the server to acknowledge the body, which Linux delays by 40 ms. An application
@@ -144,27 +177,59 @@ function smtpClient(spec: ClientSpec) {
     ...(spec.path === 'smtpNoDelay' ? { getSocket } : {}),
   });
   return {
-    async send(count: number): Promise<Omit<BatchResult, 'cpuMicros'>> {
+    async send(count: number) {
       const started = performance.now();
       // All at once: the pool queues them and keeps every one of its connections busy.
-      const results = await Promise.allSettled(Array.from({ length: count }, () => transport.sendMail({ ...MESSAGE })));
-      const seconds = (performance.now() - started) / 1000;
-      const ids: string[] = [];
-      const latencies: number[] = [];
-      let errors = 0;
-      let firstError: string | undefined;
-      for (const result of results) {
-        const id = result.status === 'fulfilled' ? /^250 2\.0\.0 Queued as (\S+)$/.exec(result.value.response)?.[1] : undefined;
-        if (result.status === 'fulfilled' && id) {
-          ids.push(id);
-          const info = result.value as { envelopeTime?: number; messageTime?: number };
-          latencies.push((info.envelopeTime ?? 0) + (info.messageTime ?? 0));
-        } else {
-          errors++;
-          firstError ??= result.status === 'rejected' ? String(result.reason) : result.value.response;
+      const outcomes = await Promise.all(
+        Array.from({ length: count }, () =>
+          transport.sendMail({ ...MESSAGE }).then(
+            (info): SmtpOutcome => {
+              const times = info as { envelopeTime?: number; messageTime?: number };
+              return { response: info.response, latencyMs: (times.envelopeTime ?? 0) + (times.messageTime ?? 0) };
+            },
+            (error: unknown): SmtpOutcome => ({ failure: String(error) }),
+          ),
+        ),
+      );
+      return tally((performance.now() - started) / 1000, outcomes);
+    },
+    close: () => transport.close(),
+  };
+}
+
+/**
+ * The pipelining load generator: Mailroom's relay client (what SMTP_URL sends through) with a pool
+ * of 4 sessions, STARTTLS required, AUTH PLAIN with the API key. It pipelines as Postfix does: a
+ * message's body and final dot leave in one write with the next message's envelope behind them.
+ * Two messages per session are kept in its hands, so that a next one is always there to go
+ * behind a dot; a message's latency runs from being handed over to the reply to its dot.
+ */
+function pipeliningClient(spec: ClientSpec): LoadGenerator {
+  const transport = smtpTransport({
+    url: `smtp://bench:${encodeURIComponent(spec.apiKey)}@127.0.0.1:${spec.target}/?requireTLS=true&tls.rejectUnauthorized=false`,
+    poolSize: CONNECTIONS, maxMessagesPerConnection: 1_000_000, timeoutMs: 30_000,
+  });
+  const envelope = { from: 'news@bench.example.com', to: [MESSAGE.to] };
+  const raw = () =>
+    buildMessage({
+      id: 'bench', from: MESSAGE.from, to: [MESSAGE.to], cc: [], bcc: [], replyTo: [], subject: MESSAGE.subject, text: MESSAGE.text,
+      html: MESSAGE.html, headers: {}, attachments: [], messageId: `<${crypto.randomUUID()}@bench.example.com>`,
+    }, new Date());
+  return {
+    async send(count: number) {
+      const started = performance.now();
+      const outcomes: SmtpOutcome[] = [];
+      let next = 0;
+      const keepHanding = async () => {
+        while (next < count) {
+          next++;
+          const handed = performance.now();
+          const result = await transport.send('bench', raw(), envelope);
+          outcomes.push(result.kind === 'sent' ? { response: result.response, latencyMs: performance.now() - handed } : { failure: JSON.stringify(result) });
         }
-      }
-      return { seconds, accepted: ids.length, errors, firstError, ids, latencies };
+      };
+      await Promise.all(Array.from({ length: 2 * CONNECTIONS }, keepHanding));
+      return tally((performance.now() - started) / 1000, outcomes);
     },
     close: () => transport.close(),
   };
@@ -176,11 +241,11 @@ function smtpClient(spec: ClientSpec) {
  */
 async function clientProcess(): Promise<void> {
   process.stdout.write('client 0\n');
-  let client: ReturnType<typeof httpClient> | undefined;
+  let client: LoadGenerator | undefined;
   for await (const line of createInterface({ input: process.stdin })) {
     if (!client) {
       const spec = JSON.parse(line) as ClientSpec;
-      client = spec.path === 'http' ? httpClient(spec) : smtpClient(spec);
+      client = spec.path === 'http' ? httpClient(spec) : spec.path === 'smtpPipelining' ? pipeliningClient(spec) : smtpClient(spec);
       process.stdout.write('ready\n');
     } else {
       const before = process.cpuUsage();
@@ -205,9 +270,10 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
     const countRows = async () =>
       Number((await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
-    const paths: PathName[] = ['http', 'smtp', 'smtpNoDelay'];
+    const paths: PathName[] = ['http', 'smtp', 'smtpNoDelay', 'smtpPipelining'];
     const targets: Record<PathName, string> = {
       http: `${server.url}/v1/emails`, smtp: String(server.submissionPort), smtpNoDelay: String(server.submissionPort),
+      smtpPipelining: String(server.submissionPort),
     };
     const totals = Object.fromEntries(
       paths.map((path) => [path, { seconds: 0, accepted: 0, errors: 0, cpuMicros: 0, clientCpuMicros: 0, latencies: [] as number[], ids: new Set<string>() }]),
@@ -273,7 +339,7 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
         clientCpuMsPerMessage: Number((total.clientCpuMicros / 1000 / total.accepted).toFixed(3)),
       };
     };
-    const [http, smtp, smtpNoDelay] = paths.map(summary) as [PathResult, PathResult, PathResult];
+    const [http, smtp, smtpNoDelay, smtpPipelining] = paths.map(summary) as [PathResult, PathResult, PathResult, PathResult];
 
     // Accepted once each, and still queued: nothing sent them on.
     const statuses = await db.selectFrom('emails').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
@@ -291,8 +357,10 @@ export async function benchSubmission(options: { databaseUrl?: string; messages?
       http,
       smtp,
       smtpNoDelay,
+      smtpPipelining,
       ratio: Number((smtp.acceptedPerSecond / http.acceptedPerSecond).toFixed(2)),
       ratioNoDelay: Number((smtpNoDelay.acceptedPerSecond / http.acceptedPerSecond).toFixed(2)),
+      ratioPipelining: Number((smtpPipelining.acceptedPerSecond / http.acceptedPerSecond).toFixed(2)),
       rows,
       peakRssMb: bench.peakRssMb(),
       loadAverage: Number(os.loadavg()[0]!.toFixed(1)),

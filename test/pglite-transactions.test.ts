@@ -1,6 +1,7 @@
 import { isAbortedTransactionError, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../src/db/connection.js';
+import { REUSED } from '../src/db/reused-statements.js';
 import { createTestDatabase } from './helpers/database.js';
 import { sleep } from './helpers/wait.js';
 
@@ -60,5 +61,40 @@ describe('transactions on the embedded database', () => {
     expect(await counter(3)).toBe(0);
     // And the connection is free again for the next caller.
     expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(database.db)).rows).toEqual([{ one: 1 }]);
+  });
+
+  // The hot paths' statements are prepared once and then only bound and run (REUSED): they must
+  // answer exactly as a statement sent afresh does, and fail as one does.
+  it('a reused statement answers the same rows, types and counts as one sent afresh, every time it runs', async () => {
+    await sql`CREATE TABLE test_reused (id int PRIMARY KEY, name text, raw bytea, data jsonb, at timestamptz)`.execute(database.db);
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    const insert = (id: number, name: string | null) =>
+      sql<{ id: number }>`${sql.raw(REUSED)} INSERT INTO test_reused VALUES (${id}, ${name}, ${Buffer.from([0, 255, id])}, ${JSON.stringify({ id, list: [1, 'two'] })}::jsonb, ${at}) RETURNING id`.execute(database.db);
+    for (const id of [1, 2, 3]) expect((await insert(id, id === 2 ? null : `row ${id}`)).rows).toEqual([{ id }]);
+
+    const select = (reused: boolean) =>
+      sql`${sql.raw(reused ? REUSED : '')} SELECT * FROM test_reused WHERE id >= ${1} ORDER BY id`.execute(database.db);
+    const afresh = await select(false);
+    expect(afresh.rows).toHaveLength(3);
+    expect(afresh.rows[1]).toEqual({ id: 2, name: null, raw: Buffer.from([0, 255, 2]), data: { id: 2, list: [1, 'two'] }, at });
+    for (let run = 0; run < 3; run++) expect(await select(true)).toEqual(afresh);
+
+    const update = await sql`${sql.raw(REUSED)} UPDATE test_reused SET name = ${'renamed'} WHERE id <> ${2}`.execute(database.db);
+    expect(update.numAffectedRows).toBe(2n);
+  });
+
+  it('a reused statement that fails reports the database error, and runs again once its input is right, in and out of transactions', async () => {
+    const insert = (id: number) => sql`${sql.raw(REUSED)} INSERT INTO test_counters VALUES (${id}, 0)`.execute(database.db);
+    await insert(10);
+    await expect(insert(10)).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      database.db.transaction().execute(async (tx) => {
+        await sql`${sql.raw(REUSED)} INSERT INTO test_counters VALUES (${11}, 0)`.execute(tx);
+        await sql`${sql.raw(REUSED)} INSERT INTO test_counters VALUES (${11}, 0)`.execute(tx);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await sql`SELECT id FROM test_counters WHERE id = 11`.execute(database.db).then((result) => result.rows)).toEqual([]);
+    await insert(11);
+    expect(await counter(11)).toBe(0);
   });
 });

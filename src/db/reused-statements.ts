@@ -1,6 +1,7 @@
 /**
- * Marks a statement the hot paths run again and again with the same text: on PostgreSQL each
- * connection prepares it once and then only binds and runs it, sparing the parse and the plan.
+ * Marks a statement the hot paths run again and again with the same text: each connection (on
+ * PostgreSQL, src/db/pg-client.ts; the embedded database's one, src/db/pglite-dialect.ts) prepares
+ * it once and then only binds and runs it, sparing the parse and the plan.
  */
 export const REUSED = '/* reused */';
 
