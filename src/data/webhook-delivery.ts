@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
+import { REUSED } from '../db/reused-statements.js';
 import { claimIsFree } from './workers.js';
 
 /** A call claimed for an attempt, with what posting it takes. */
@@ -51,7 +52,7 @@ export async function claimDueCalls(
   },
 ): Promise<{ calls: ClaimedCall[]; more: boolean; again: boolean }> {
   const fronts = [...claim.fronts].map(([key, seq]) => ({ key, seq }));
-  const { rows: queued } = await sql<QueuedCall>`
+  const { rows: queued } = await sql<QueuedCall>`${sql.raw(REUSED)}
     SELECT q.team_id, q.webhook_id, q.id, q.seq::text AS seq, q.subject_key,
       q.next_attempt_at <= ${claim.now} AND ${claimIsFree(sql.ref('q.claimed_by'), sql.ref('q.lease_until'), claim.now, claim.silent)} AS due
     FROM (
@@ -101,7 +102,7 @@ export async function claimDueCalls(
   // fill the window and hide the earlier calls they wait for.
   // The webhook's address and secret come along; a call whose webhook was deleted in between is
   // not claimed (the webhook took its calls with it).
-  const { rows: claimed } = await sql<ClaimedCall>`
+  const { rows: claimed } = await sql<ClaimedCall>`${sql.raw(REUSED)}
     UPDATE webhook_calls c SET claimed_by = ${claim.token}, lease_until = ${claim.leaseUntil}
     FROM jsonb_to_recordset(${JSON.stringify(picked)}::jsonb) AS p(team_id integer, webhook_id text, id text)
       JOIN webhooks w ON w.team_id = p.team_id AND w.id = p.webhook_id
@@ -149,7 +150,7 @@ export async function recordAttempts(db: Db, token: string, attempts: AttemptRec
       response_time_ms: Math.round(a.responseTimeMs), error: a.error, next_attempt_at: a.nextAttemptAt?.toISOString() ?? null,
     })),
   );
-  const { rows } = await sql<{ recorded: number }>`
+  const { rows } = await sql<{ recorded: number }>`${sql.raw(REUSED)}
       WITH r AS (
         SELECT * FROM jsonb_to_recordset(${json}::jsonb) AS r(
           team_id integer, webhook_id text, id text, outcome text, response_status integer, response_time_ms integer,
