@@ -48,10 +48,11 @@ function expectFailedOnceTheWindowPassed(email: any, windowMs: number) {
 
 describe('delivery outcomes over SMTP', () => {
   const RETRY_WINDOW_MS = 3000;
+  const RETRY_BASE_MS = 50;
   let mail: Awaited<ReturnType<typeof startMailServer>>;
 
   beforeAll(async () => {
-    mail = await startMailServer({ SEND_RETRY_BASE_MS: '50', SEND_RETRY_WINDOW_HOURS: hoursEnv(RETRY_WINDOW_MS) });
+    mail = await startMailServer({ SEND_RETRY_BASE_MS: String(RETRY_BASE_MS), SEND_RETRY_WINDOW_HOURS: hoursEnv(RETRY_WINDOW_MS) });
   });
   afterAll(() => mail.stop());
 
@@ -86,13 +87,27 @@ describe('delivery outcomes over SMTP', () => {
 
   it('a 4xx answer is retried with backoff: delivered once, with DELIVERY_DELAYED then SENT and DELIVERED events', async () => {
     const { sink, server, key } = mail;
-    let refused = 0;
-    sink.rule = { data: (message) => (isFor('busy@example.org')(message) && refused++ < 2 ? { code: 451, message: '4.3.0 try again later' } : null) };
+    // When each attempt reached the server: the event is written later, with others of its batch.
+    const attempts: number[] = [];
+    sink.rule = {
+      data: (message) => {
+        if (!isFor('busy@example.org')(message)) return null;
+        attempts.push(Date.now());
+        return attempts.length <= 2 ? { code: 451, message: '4.3.0 try again later' } : null;
+      },
+    };
     const id = await mail.send('busy@example.org');
     const email = await waitForEmail(server, key, id, settled);
     expect(statusesOf(email)).toEqual(['QUEUED', 'DELIVERY_DELAYED', 'DELIVERY_DELAYED', 'SENT', 'DELIVERED']);
     expect(email.emailEvents[1].data).toMatchObject({ code: 451, attempt: 1, response: expect.stringContaining('451 4.3.0 try again later') });
-    expect(Date.parse(email.emailEvents[1].data.nextAttemptAt)).toBeGreaterThan(Date.parse(email.emailEvents[1].createdAt));
+    expect(attempts).toHaveLength(3);
+    // Each retry is announced for a backoff after the refusal (half the base or more, doubling
+    // with each attempt), and not made before the time it announced.
+    for (const [index, event] of [email.emailEvents[1], email.emailEvents[2]].entries()) {
+      const announced = Date.parse(event.data.nextAttemptAt);
+      expect(announced - attempts[index]!).toBeGreaterThanOrEqual(0.5 * RETRY_BASE_MS * 2 ** index);
+      expect(attempts[index + 1]!).toBeGreaterThanOrEqual(announced);
+    }
     expect(sink.forEmail(id)).toHaveLength(1);
   });
 
