@@ -1,6 +1,8 @@
 import nodemailer from 'nodemailer';
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildMessage } from '../src/mail/mime.js';
+import { smtpTransport } from '../src/sending/transports/smtp.js';
 import { verifyDkim } from './helpers/dkim.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 import { createDomain, verifiedDomain } from './helpers/domains.js';
@@ -190,6 +192,7 @@ describe('SMTP submission', () => {
       expect((await client.startTls()).code).toBe(220);
       const hello = await client.command('EHLO client.test');
       expect(hello.lines).toContain('AUTH PLAIN LOGIN');
+      expect(hello.lines).toContain('PIPELINING');
       expect(hello.lines).toContain(`SIZE ${server.deps.config.submissionMaxBytes}`);
       expect((await client.authPlain(key, 'any-user-name')).code).toBe(235);
 
@@ -419,6 +422,39 @@ describe('SMTP submission', () => {
         expect(stored.map((row) => row.subject).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `Message ${i}`).sort());
       } finally {
         transport.close();
+      }
+    });
+
+    it('a client that pipelines (another Mailroom relaying through SMTP_URL) has each message answered for itself: 50 over 2 sessions each stored once with its own id, the one with a foreign From refused alone', async () => {
+      const { key, domain } = await teamWithDomain(server, 'pipelining');
+      const relay = smtpTransport({
+        url: `smtp://usesend:${encodeURIComponent(key)}@127.0.0.1:${server.submissionPort}/?requireTLS=true&tls.rejectUnauthorized=false`,
+        poolSize: 2, maxMessagesPerConnection: 1000, timeoutMs: 10_000,
+      });
+      const FOREIGN = 17;
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => {
+            const from = i === FOREIGN ? 'bulk@not-ours.example' : `bulk@${domain.name}`;
+            const message = buildMessage({
+              id: `p${i}`, from, to: [`reader${i}@example.org`], cc: [], bcc: [], replyTo: [], subject: `Pipelined ${i}`, text: `Body ${i}`,
+              html: null, headers: {}, attachments: [], messageId: `<p${i}@relay.example>`,
+            }, new Date());
+            return relay.send(`p${i}`, message, { from: `bounces@${domain.name}`, to: [`reader${i}@example.org`] });
+          }),
+        );
+        expect(results[FOREIGN]).toMatchObject({ kind: 'permanent', code: 553 });
+        const accepted = results.filter((_, i) => i !== FOREIGN);
+        expect(accepted.every((result) => result.kind === 'sent')).toBe(true);
+        const ids = accepted.map((result) => idOf((result as { response: string }).response));
+        expect(new Set(ids).size).toBe(49);
+        expect(await emailCount(server, key)).toBe(49);
+        const stored = await server.deps.db.selectFrom('emails').select(['id', 'subject']).where('id', 'in', ids).execute();
+        // Each reply names the email of its own message, not a neighbour's in the pipeline.
+        const subjectOf = new Map(stored.map((row) => [row.id, row.subject]));
+        expect(ids.map((id) => subjectOf.get(id))).toEqual(Array.from({ length: 50 }, (_, i) => `Pipelined ${i}`).filter((_, i) => i !== FOREIGN));
+      } finally {
+        await relay.close();
       }
     });
 
