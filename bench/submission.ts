@@ -88,13 +88,13 @@ export type SubmissionBenchResult = {
   smtpNoDelay: PathResult;
   /** Mailroom's own relay client (SMTP_URL's), which pipelines (RFC 2920) as Postfix does. */
   smtpPipelining: PathResult;
-  /** smtp.acceptedPerSecond / http.acceptedPerSecond: the bar is ≥ 0.5. */
+  /** smtp.acceptedPerSecond / http.acceptedPerSecond. */
   ratio: number;
   /** smtpNoDelay.acceptedPerSecond / http.acceptedPerSecond. */
   ratioNoDelay: number;
   /** smtpPipelining.acceptedPerSecond / http.acceptedPerSecond. */
   ratioPipelining: number;
-  /** Rows in emails at the end: 3 × (messages + warm-up), every one still QUEUED. */
+  /** Rows in emails at the end: one per path × (messages + warm-up), every one still QUEUED. */
   rows: number;
   /** Of the server's process (no load generator in it; on PGlite it holds the database too). */
   peakRssMb: number;

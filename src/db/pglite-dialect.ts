@@ -130,8 +130,11 @@ class PGliteDriver implements Driver {
   }
 }
 
-/** A statement prepared under its name: the types of its parameters, as the server reads them. */
-type Prepared = { name: string; parameterTypes: number[] };
+/** A value as the text PostgreSQL reads for its parameter's type. */
+type Serializer = (value: never) => string;
+
+/** A statement prepared under its name, with how to write each of its parameters (by the type the server reads it as). */
+type Prepared = { name: string; serializers: Array<Serializer | undefined> };
 
 const joined = (...messages: Uint8Array[]) => Buffer.concat(messages);
 
@@ -174,15 +177,15 @@ class PGliteConnection implements DatabaseConnection {
         joined(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()),
         { syncToFs: false },
       );
-      prepared = { name, parameterTypes: parse.parseDescribeStatementResults(messages) };
+      const ours: Record<number, Serializer> = BYTEA.serializers;
+      const serializers = parse.parseDescribeStatementResults(messages).map((type) => ours[type] ?? this.#pglite.serializers[type]);
+      prepared = { name, serializers };
       this.#prepared.set(text, prepared);
     }
-    const { parameterTypes } = prepared;
-    const serializers = this.#pglite.serializers;
+    const { serializers } = prepared;
     const values = params.map((value, index) => {
       if (value === null || value === undefined) return null;
-      const type = parameterTypes[index]!;
-      const serializer = (BYTEA.serializers as Record<number, (value: never) => string>)[type] ?? serializers[type];
+      const serializer = serializers[index];
       return serializer ? serializer(value as never) : String(value);
     });
     const { messages } = await this.#pglite.execProtocol(
