@@ -66,6 +66,14 @@ describe('the parsing thread reads exactly the bytes it is given', () => {
     const parsed = await Promise.all(subjects.map((subject) => parseReceived(Buffer.from(`Subject: ${subject}\r\n\r\nbody\r\n`))));
     expect(parsed.map((p) => p.subject)).toStrictEqual(subjects);
   });
+
+  it('more messages than the thread is handed at once, large and small, are each answered with their own parse', async () => {
+    // Past both bounds of what the thread holds at once: 32 messages, 4 MiB.
+    const bodies = Array.from({ length: 50 }, (_, i) => (i % 10 === 3 ? `${'x'.repeat(76)}\r\n`.repeat(20_000) : `body ${i}\r\n`));
+    const parsed = await Promise.all(bodies.map((body, i) => parseReceived(Buffer.from(`Subject: message ${i}\r\n\r\n${body}`))));
+    expect(parsed.map((p) => p.subject)).toStrictEqual(bodies.map((_, i) => `message ${i}`));
+    expect(parsed.map((p) => p.text?.length)).toStrictEqual(bodies.map((body) => body.replaceAll('\r\n', '\n').length));
+  });
 });
 
 describe('parts decoded on the parsing thread come out byte for byte', () => {

@@ -12,9 +12,11 @@ import type { Email, PostalMimeOptions } from 'postal-mime';
  * would wait, so every message Mailroom reads (submitted, received, a report, an attachment read
  * again) is parsed here, on a thread of its own, one at a time in the order asked; the loop only
  * copies the message there and takes the parsed result back (attachments' bytes moved, not
- * copied). The thread starts with the first message and is kept (holding the process open only
- * while it has work); one that dies fails the message it was parsing, and the next message starts
- * another.
+ * copied). The thread is handed the next messages while it parses one (up to MAX_HANDED of them,
+ * MAX_HANDED_BYTES together), so it never waits for the loop between two, and their results reach
+ * the loop together, to be stored together. It starts with the first message and is kept (holding
+ * the process open only while it has work); one that dies fails the message it was parsing, and
+ * the messages handed to it after that one go to the next thread.
  */
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -31,15 +33,27 @@ globalThis.Blob = class JoinedParts {
   }
 };
 const PostalMime = require(workerData.postalMime);
-parentPort.on('message', ({ raw, options }) => {
-  // A message that is the whole of its ArrayBuffer (any but a small one) is handed over as that:
-  // postal-mime then makes no copy of its own.
-  const whole = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
-  PostalMime.parse(whole ? raw.buffer : raw, options).then(
-    // Attachments' bytes are moved back, not copied.
-    (email) => parentPort.postMessage({ email }, [...new Set(email.attachments.map((a) => a.content).filter((c) => c instanceof ArrayBuffer))]),
-    (error) => parentPort.postMessage({ error: error instanceof Error ? error.message : String(error) }),
-  );
+// Parsed one at a time, in the order handed: the loop matches each result to the oldest message it handed over.
+const queue = [];
+let parsing = false;
+async function parseAll() {
+  parsing = true;
+  while (queue.length > 0) {
+    const { raw, options } = queue.shift();
+    try {
+      // The message is the whole of its ArrayBuffer: postal-mime makes no copy of its own.
+      const email = await PostalMime.parse(raw.buffer, options);
+      // Attachments' bytes are moved back, not copied.
+      parentPort.postMessage({ email }, [...new Set(email.attachments.map((a) => a.content).filter((c) => c instanceof ArrayBuffer))]);
+    } catch (error) {
+      parentPort.postMessage({ error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  parsing = false;
+}
+parentPort.on('message', (job) => {
+  queue.push(job);
+  if (!parsing) void parseAll();
 });`;
 
 type Job = { raw: Uint8Array; options: PostalMimeOptions; resolve(email: Email): void; reject(error: Error): void };
@@ -47,18 +61,24 @@ type Job = { raw: Uint8Array; options: PostalMimeOptions; resolve(email: Email):
 // The package as a CommonJS module: what the thread's require loads, wherever this module was built to.
 const postalMime = createRequire(import.meta.url).resolve('postal-mime');
 
+/** Messages in the thread's hands at once, and their bytes together (one larger message goes alone). */
+const MAX_HANDED = 32;
+const MAX_HANDED_BYTES = 4 * 1024 * 1024;
+
 let thread: Worker | null = null;
-let current: Job | null = null;
+/** Handed to the thread, oldest first: the next result is the first one's. */
+const handed: Job[] = [];
+let handedBytes = 0;
 const waiting: Job[] = [];
 
 function finish(outcome: { email?: Email; error?: string | Error }): void {
-  const job = current;
-  current = null;
+  const job = handed.shift();
   if (job) {
+    handedBytes -= job.raw.byteLength;
     if (outcome.email) job.resolve(outcome.email);
     else job.reject(outcome.error instanceof Error ? outcome.error : new Error(outcome.error ?? 'the message could not be parsed'));
   }
-  next();
+  hand();
 }
 
 function start(): Worker {
@@ -67,29 +87,40 @@ function start(): Worker {
   const died = (error: Error) => {
     if (thread !== worker) return;
     thread = null;
-    finish({ error });
+    // The oldest was being parsed; the others were not begun and go to the next thread.
+    const failed = handed.shift();
+    if (failed) handedBytes -= failed.raw.byteLength;
+    waiting.unshift(...handed.splice(0));
+    handedBytes = 0;
+    failed?.reject(error);
+    hand();
   };
   worker.on('error', died);
   worker.on('exit', (code) => died(new Error(`the MIME parsing thread stopped (exit code ${code})`)));
   return worker;
 }
 
-function next(): void {
-  if (current) return;
-  current = waiting.shift() ?? null;
-  if (!current) {
-    thread?.unref();
-    return;
+const fits = (job: Job) => handed.length === 0 || (handed.length < MAX_HANDED && handedBytes + job.raw.byteLength <= MAX_HANDED_BYTES);
+
+function hand(): void {
+  while (waiting.length > 0 && fits(waiting[0]!)) {
+    const job = waiting.shift()!;
+    thread ??= start();
+    handed.push(job);
+    handedBytes += job.raw.byteLength;
+    // Its bytes alone, moved there: a small message is a slice of Buffer's shared pool, which a
+    // plain copy would carry whole.
+    const raw = new Uint8Array(job.raw);
+    thread.postMessage({ raw, options: job.options }, [raw.buffer]);
   }
-  thread ??= start();
-  thread.ref();
-  thread.postMessage({ raw: current.raw, options: current.options });
+  if (handed.length > 0) thread?.ref();
+  else thread?.unref();
 }
 
-/** PostalMime.parse(raw, options), on the parsing thread: the message is copied there, the result back (its attachments' bytes moved). */
+/** PostalMime.parse(raw, options), on the parsing thread: a copy of the message is moved there, the result comes back (its attachments' bytes moved, not copied). */
 export function parseMime(raw: Uint8Array, options: PostalMimeOptions = {}): Promise<Email> {
   return new Promise((resolve, reject) => {
     waiting.push({ raw, options, resolve, reject });
-    next();
+    hand();
   });
 }
