@@ -205,7 +205,7 @@ export async function claimDueEmails(
 /** Which of these addresses (lower-case) each team has suppressed. Uses the suppressions primary key. */
 export async function findSuppressed(db: Db, pairs: { teamId: number; email: string }[]): Promise<Set<string>> {
   if (pairs.length === 0) return new Set();
-  const { rows } = await sql<{ team_id: number; email: string }>`
+  const { rows } = await sql<{ team_id: number; email: string }>`${sql.raw(REUSED)}
     SELECT s.team_id, s.email
     FROM jsonb_to_recordset(${JSON.stringify(pairs.map((p) => ({ team_id: p.teamId, email: p.email })))}::jsonb)
       AS wanted(team_id integer, email text)

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { REUSED } from '../db/reused-statements.js';
 import type { Db } from '../db/connection.js';
 import { fromEpochMs, sortableIdSql } from './sql-values.js';
 
@@ -51,7 +52,7 @@ export async function insertCalls(db: Db, rows: CallRow[]): Promise<void> {
 /** The event types and domains each active webhook of these teams takes (empty: all). Uses the webhooks primary key. */
 export async function activeSubscriptions(db: Db, teamIds: number[]): Promise<Array<{ team_id: number; events: string[]; domain_ids: number[] }>> {
   if (teamIds.length === 0) return [];
-  const { rows } = await sql<{ team_id: number; events: string[]; domain_ids: number[] }>`
+  const { rows } = await sql<{ team_id: number; events: string[]; domain_ids: number[] }>`${sql.raw(REUSED)}
     SELECT team_id, events, domain_ids FROM webhooks WHERE team_id = ANY(${teamIds}::integer[]) AND status = 'ACTIVE'`.execute(db);
   return rows;
 }
