@@ -564,6 +564,17 @@ const lines = [
         `${en(r.calls.received)} | ${en(r.calls.duplicates)} | ${en(r.calls.behindAtDeliveryEnd)} (${Math.round((100 * r.calls.behindAtDeliveryEnd) / r.calls.total)} %) | ` +
         `${r.failure ? '–' : r.calls.secondsAfterLastEmail} | ${r.failure ? '–' : r.calls.secondsToLastCall} | ${r.failure ? '–' : en(r.calls.callsPerSecond)} | ${r.calls.receiverCpuMsPerCall} | ${r.peakRssMb} |`,
   ),
+  ...webhooks.flatMap((r) => {
+    const bound = 'calls' in r ? r.calls.bound : null;
+    if (!bound) return [];
+    const verdict = bound.coreSecondsNeeded > bound.coreSecondsSpare ? 'more than there is: the two goals cannot both hold on this machine' : 'room for both';
+    return [
+      '',
+      `Both goals at once on ${r.database}: a call cost ${bound.callCpuMs} ms of CPU (sender, its database writes and the receiver, measured while the calls ` +
+        `held back were caught up); making 90 % of them during the delivery needs ${bound.coreSecondsNeeded} core-seconds, and a delivery at 0.9 × the ` +
+        `rate without them leaves ${bound.coreSecondsSpare} core-seconds of the ${bound.cores} cores spare: ${verdict}.`,
+    ];
+  }),
   ...webhooks.flatMap((r) => (r.failure ? ['', `**Failed on ${r.database}:** ${r.failure}.`] : [])),
   ...webhooks.flatMap((r) => {
     if (!('calls' in r) || r.failure) return [];
