@@ -12,10 +12,11 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const claim = (token: string, fronts = new Map<string, string>()) => {
+const claim = (token: string, fronts = new Map<string, string>(), room: { limit?: number; perClaim?: number; inFlight?: Map<string, number> } = {}) => {
   const now = new Date();
   return claimDueCalls(server.deps.db, {
-    now, leaseUntil: new Date(now.getTime() + 60_000), token, limit: 10, perWebhook: 10, inFlight: new Map(), fronts, silent: [],
+    now, leaseUntil: new Date(now.getTime() + 60_000), token, limit: room.limit ?? 10, perWebhook: 10, perClaim: room.perClaim ?? 10,
+    inFlight: room.inFlight ?? new Map(), fronts, silent: [],
   });
 };
 
@@ -76,5 +77,33 @@ describe("one email's webhook calls", () => {
     }
     expect(claimed.filter((id) => id.startsWith('later-')), 'no later call passes its earlier one').toEqual([]);
     expect(claimed.sort()).toEqual(Array.from({ length: SUBJECTS }, (_, i) => `earlier-${i}`).sort());
+  });
+});
+
+describe("a webhook's share of the sending", () => {
+  it('a claim takes no more of a webhook\'s calls than its share per claim, nor than its slots left, and says more are due', async () => {
+    const { queued } = await oneQueuedCall('share.test');
+    const { db } = server.deps;
+    await sql`
+      INSERT INTO webhook_calls (team_id, webhook_id, id, subject_key, type, data, status, attempt, next_attempt_at, created_at, updated_at)
+      SELECT team_id, webhook_id, 'share-' || n, 'share-subject-' || n, type, data, 'PENDING', 0, now(), created_at, now()
+      FROM webhook_calls, generate_series(1, 9) AS n WHERE id = ${queued.id}`.execute(db);
+    const key = `${queued.team_id}:${queued.webhook_id}`;
+    // Other tests' webhooks may have calls due too: only this one's count.
+    const ours = async (token: string, room: { perClaim?: number; inFlight?: Map<string, number> } = {}) => {
+      const claimed = await claim(token, new Map(), { limit: 1000, ...room });
+      return { calls: claimed.calls.filter((call) => call.webhook_id === queued.webhook_id), more: claimed.more };
+    };
+
+    const first = await ours('w.share1', { perClaim: 3 });
+    expect(first.calls).toHaveLength(3);
+    expect(first.more).toBe(true);
+    // 8 of its 10 slots taken: 2 left, though a claim may take 3.
+    const second = await ours('w.share2', { perClaim: 3, inFlight: new Map([[key, 8]]) });
+    expect(second.calls).toHaveLength(2);
+    expect(second.more).toBe(true);
+    const rest = await ours('w.share3');
+    expect(rest.calls).toHaveLength(5);
+    expect(new Set([...first.calls, ...second.calls, ...rest.calls].map((call) => call.id)).size).toBe(10);
   });
 });

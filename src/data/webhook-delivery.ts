@@ -29,7 +29,7 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  * out in order; an earlier call of the subject always sits ahead of it in the queue, so looking
  * at the front alone is exact), at most `perWebhook` per webhook counting those this process has
  * in flight (`inFlight`, keyed `team_id:webhook_id`): one slow receiver never takes every slot,
- * and a paused one's backlog is never read. Two statements, each an index range per webhook
+ * and a paused one's backlog is never read; and at most `perClaim` of a webhook's in this claim. Two statements, each an index range per webhook
  * (webhook_calls_queue) or a primary-key probe per call, whatever the planner knows of the
  * table; the second takes only calls still free, so senders of several processes never share one.
  * `more`: due calls were left for want of room. `again`: some calls found due were refused when
@@ -46,7 +46,8 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
 export async function claimDueCalls(
   db: Db,
   claim: {
-    now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; inFlight: Map<string, number>; fronts: Map<string, string>;
+    now: Date; leaseUntil: Date; token: string; limit: number; perWebhook: number; perClaim: number; inFlight: Map<string, number>;
+    fronts: Map<string, string>;
     /** Workers whose claims are anyone's (see claimIsFree). */
     silent: readonly string[];
   },
@@ -78,7 +79,7 @@ export async function claimDueCalls(
     if (key !== webhook) {
       webhook = key;
       claim.fronts.set(key, call.seq);
-      room = claim.perWebhook - (claim.inFlight.get(key) ?? 0);
+      room = Math.min(claim.perWebhook - (claim.inFlight.get(key) ?? 0), claim.perClaim);
       ahead = new Set();
     }
     const blocked = call.subject_key !== null && ahead.has(call.subject_key);

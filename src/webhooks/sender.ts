@@ -100,13 +100,16 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   const leaseMs = config.webhookTimeoutMs + 15_000;
   // A slow receiver holds half the slots at most; the rest go to the other webhooks.
   const perWebhook = Math.max(1, Math.floor(config.webhookConcurrency / 2));
+  // A claim takes half of a webhook's slots at most, so the next is made while its calls are
+  // posted and recorded: a claim of every slot waited for the last one's records, and was a
+  // third of each round of a backlog's sending.
+  const perClaim = Math.ceil(perWebhook / 2);
   // Opened once each: decrypting a secret costs more than signing with it.
   const secrets = new AnswerCache<string, string>({ maxEntries: 10_000 });
   const inFlight = new Map<string, number>();
   const queueFronts = new QueueFronts({ lagMs: FRONTS_LAG_MS, maxAgeMs: FRONTS_MAX_AGE_MS });
   const totals = { delivered: 0, retried: 0, failed: 0 };
   let slotsUsed = 0;
-  let posting = 0;
   // The last claim left due calls for want of room: the next may come as soon as there is room.
   let backlog = false;
   let lastClaimAt = 0;
@@ -167,25 +170,32 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     else inFlight.set(key, left);
   };
 
-  const start = (call: ClaimedCall) => {
-    const key = `${call.team_id}:${call.webhook_id}`;
+  const keyOf = (call: Pick<ClaimedCall, 'team_id' | 'webhook_id'>) => `${call.team_id}:${call.webhook_id}`;
+
+  /** Posts one call of a claim; `claim.posting` counts that claim's posts still under way. */
+  const start = (call: ClaimedCall, claim: { posting: number }) => {
+    const key = keyOf(call);
     slotsUsed++;
     inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
-    posting++;
+    claim.posting++;
     const work = post(call).then((record) => {
-      posting--;
+      claim.posting--;
       toRecord.push({ record, key });
-      // Once no post is under way, nothing more is coming to wait for: the slots are freed, and
-      // the next claim made, only when the attempts are recorded.
-      if (toRecord.length >= RECORD_BATCH || posting === 0) void flush();
+      // Once a claim's posts are all done, nothing more of it is coming to wait for: its slots
+      // are freed, and the claim after the next made, only when the attempts are recorded.
+      if (toRecord.length >= RECORD_BATCH || claim.posting === 0) void flush();
       else recordTimer ??= setTimeout(() => void flush(), RECORD_DELAY_MS);
     });
     void loop.track(work);
   };
 
-  const claimOnce = async (): Promise<boolean> => {
+  /**
+   * `again`: a claim made at once finds other calls (see claimDueCalls). `refill`: due calls were
+   * left for want of room in this claim alone, and a webhook it took calls of has slots left.
+   */
+  const claimOnce = async (): Promise<{ again: boolean; refill: boolean }> => {
     const free = config.webhookConcurrency - slotsUsed;
-    if (free <= 0) return false;
+    if (free <= 0) return { again: false, refill: false };
     const now = new Date();
     if (now.getTime() - statisticsCheckedAt >= STATISTICS_CHECK_MS) {
       statisticsCheckedAt = now.getTime();
@@ -193,15 +203,17 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     }
     const fronts = queueFronts.forClaim();
     const { calls, more, again } = await claimDueCalls(db, {
-      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, inFlight, fronts, silent: claims.silent(),
+      now, leaseUntil: new Date(now.getTime() + leaseMs), token, limit: free, perWebhook, perClaim, inFlight, fronts, silent: claims.silent(),
     });
     queueFronts.found(fronts);
     backlog = more;
-    for (const call of calls) start(call);
+    const claim = { posting: 0 };
+    for (const call of calls) start(call, claim);
     // Otherwise the next claim waits for room: one made at once would read the same fronts, find
     // every slot it could fill taken, and cost as much as this one (on the embedded database,
     // half of what catching up on a backlog took).
-    return again;
+    const refill = more && slotsUsed < config.webhookConcurrency && calls.some((call) => inFlight.get(keyOf(call))! < perWebhook);
+    return { again, refill };
   };
 
   const deferring = () => sending && Date.now() - sendingSince < MAX_DEFER_MS;
@@ -209,9 +221,13 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   /** Claims while there are free slots and due calls; then a wake-up, a recorded batch or the poll brings the next pass. */
   const loop = startWorkerLoop({
     pass: async (stopping) => {
+      let claimed: { again: boolean; refill: boolean };
       do {
         lastClaimAt = Date.now();
-      } while ((await claimOnce()) && !stopping.aborted && !deferring());
+        claimed = await claimOnce();
+      } while (claimed.again && !stopping.aborted && !deferring());
+      // The next claim at once, while this one's calls are posted.
+      return claimed.refill && !deferring();
     },
     pollMs: config.webhookPollMs,
     onError: (error) => log.error('claiming due webhook calls failed', { error }),
