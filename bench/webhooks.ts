@@ -114,13 +114,17 @@ async function startReceiver() {
 /** The benchmark's own parts of a CPU split (this process, the database, the sink, the receiver), not the rest of the machine. */
 const OWN_PARTS = /^(this process|postgres backends|process bench\/)/;
 
+/** The sum of `amount` over the benchmark's own parts of a CPU split. */
+const ownCpu = <T extends { part: string }>(entries: T[], amount: (entry: T) => number) =>
+  entries.filter((entry) => OWN_PARTS.test(entry.part)).reduce((sum, entry) => sum + amount(entry), 0);
+
 /** Creates a campaign to the whole book, releases every recipient and delivers them all. */
 async function sendCampaign(bench: BenchHarness, bookId: string, name: string, total: number) {
   const campaign = await createCampaign(bench, bookId, name, 5_000);
   const releaseSeconds = await releaseAll(bench, campaign.id, total);
   const delivery = await bench.deliver();
   if (delivery.receivedBySink !== total) throw new Error(`${name}: the sink received ${delivery.receivedBySink} of ${total}`);
-  const cpuMsPerMessage = delivery.cpu.filter((entry) => OWN_PARTS.test(entry.part)).reduce((sum, entry) => sum + entry.msPerMessage, 0);
+  const cpuMsPerMessage = ownCpu(delivery.cpu, (entry) => entry.msPerMessage);
   return {
     releasePerSecond: Math.round(total / releaseSeconds), messagesPerSecond: delivery.messagesPerSecond, seconds: delivery.seconds,
     coreSeconds: Number(((cpuMsPerMessage * total) / 1000).toFixed(2)),
@@ -202,7 +206,7 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
       seen = await receiver.counts();
       progress(`${seen.distinct} of ${calls} calls received`);
     }
-    const catchUpSeconds = catchUpCpu().filter((entry) => OWN_PARTS.test(entry.part)).reduce((sum, entry) => sum + entry.seconds, 0);
+    const catchUpSeconds = ownCpu(catchUpCpu(), (entry) => entry.seconds);
     let state = await callCounts();
     while (state.delivered < calls && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -29,9 +29,9 @@ type QueuedCall = { team_id: number; webhook_id: string; id: string; seq: string
  * out in order; an earlier call of the subject always sits ahead of it in the queue, so looking
  * at the front alone is exact), at most `perWebhook` per webhook counting those this process has
  * in flight (`inFlight`, keyed `team_id:webhook_id`): one slow receiver never takes every slot,
- * and a paused one's backlog is never read; and at most `perClaim` of a webhook's in this claim. Two statements, each an index range per webhook
- * (webhook_calls_queue) or a primary-key probe per call, whatever the planner knows of the
- * table; the second takes only calls still free, so senders of several processes never share one.
+ * and a paused one's backlog is never read; and at most `perClaim` of a webhook's in this claim.
+ * Two statements, each an index range per webhook (webhook_calls_queue) or a primary-key probe
+ * per call, whatever the planner knows of the table; the second takes only calls still free, so senders of several processes never share one.
  * `more`: due calls were left for want of room. `again`: some calls found due were refused when
  * claimed (another sender took them, or an earlier call of their subject holds them back, and they
  * went to the back), so a claim made at once finds the calls behind them; otherwise it would read

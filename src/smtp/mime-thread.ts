@@ -68,13 +68,11 @@ const MAX_HANDED_BYTES = 4 * 1024 * 1024;
 let thread: Worker | null = null;
 /** Handed to the thread, oldest first: the next result is the first one's. */
 const handed: Job[] = [];
-let handedBytes = 0;
 const waiting: Job[] = [];
 
 function finish(outcome: { email?: Email; error?: string | Error }): void {
   const job = handed.shift();
   if (job) {
-    handedBytes -= job.raw.byteLength;
     if (outcome.email) job.resolve(outcome.email);
     else job.reject(outcome.error instanceof Error ? outcome.error : new Error(outcome.error ?? 'the message could not be parsed'));
   }
@@ -89,9 +87,7 @@ function start(): Worker {
     thread = null;
     // The oldest was being parsed; the others were not begun and go to the next thread.
     const failed = handed.shift();
-    if (failed) handedBytes -= failed.raw.byteLength;
     waiting.unshift(...handed.splice(0));
-    handedBytes = 0;
     failed?.reject(error);
     hand();
   };
@@ -100,14 +96,15 @@ function start(): Worker {
   return worker;
 }
 
-const fits = (job: Job) => handed.length === 0 || (handed.length < MAX_HANDED && handedBytes + job.raw.byteLength <= MAX_HANDED_BYTES);
+const fits = (job: Job) =>
+  handed.length === 0 ||
+  (handed.length < MAX_HANDED && handed.reduce((bytes, held) => bytes + held.raw.byteLength, job.raw.byteLength) <= MAX_HANDED_BYTES);
 
 function hand(): void {
   while (waiting.length > 0 && fits(waiting[0]!)) {
     const job = waiting.shift()!;
     thread ??= start();
     handed.push(job);
-    handedBytes += job.raw.byteLength;
     // Its bytes alone, moved there: a small message is a slice of Buffer's shared pool, which a
     // plain copy would carry whole.
     const raw = new Uint8Array(job.raw);

@@ -211,9 +211,9 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
     backlog = more;
     const claim = { posting: 0 };
     for (const call of calls) start(call, claim);
-    // Otherwise the next claim waits for room: one made at once would read the same fronts, find
-    // every slot it could fill taken, and cost as much as this one (on the embedded database,
-    // half of what catching up on a backlog took).
+    // The next claim follows at once only while there is room it could fill: one made with every
+    // such slot taken would read the same fronts, take nothing, and cost as much as this one (on
+    // the embedded database, half of what catching up on a backlog took).
     const refill = more && slotsUsed < config.webhookConcurrency && calls.some((call) => inFlight.get(keyOf(call))! < perWebhook);
     return { again, refill };
   };
