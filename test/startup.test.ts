@@ -80,12 +80,19 @@ describe('starting and stopping the service', () => {
     expect((await call(server.url, 'GET', '/health')).status).toBe(200);
 
     // A request whose body has not all come holds the drain open, so that the repeat surely comes
-    // during it: an idle service drains in a few milliseconds, which npm's repeat may miss.
+    // during it: an idle service drains in a few milliseconds, which npm's repeat may miss. It is
+    // authenticated, so that it is answered only once its body is read, and it asks to continue:
+    // the interim answer says the server is inside the request, not about to read it (a
+    // connection whose request has not been read yet counts as idle and is closed at once).
+    const { apiKey } = await cli(['team', 'create', '--name', 'Held open'], childEnv({ DATA_DIR: dataDir }));
     const { hostname, port } = new URL(server.url);
     const held = net.connect(Number(port), hostname);
     await once(held, 'connect');
-    held.write('POST /v1/emails HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n');
-    await sleep(500);
+    const answered = new Promise<string>((resolve) => held.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1'))));
+    held.write(
+      `POST /v1/emails HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(await within(answered, 20_000, 'the interim answer')).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
 
     // The terminal signals the whole foreground group: npm, which passes it on, and the service.
     process.kill(-server.child.pid!, 'SIGINT');
@@ -102,8 +109,12 @@ describe('starting and stopping the service', () => {
       (stderr) => stderr.includes('"msg":"already shutting down"'),
       20_000,
     );
+    let answer = '';
+    held.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
     held.end('{}');
     await within(server.exit, 60_000, 'npm start stopping');
+    // The drain waited for the held request, which got its answer: its body is no email.
+    expect(answer).toMatch(/^HTTP\/1\.1 400 [^]*"code":"VALIDATION_ERROR"/);
     await within(waitGroupGone(server.child.pid!), 60_000, 'the service stopping');
     expect(server.stderr()).toContain('"msg":"dispatcher stopped"');
     expect(existsSync(lockFile(dataDir))).toBe(false);
