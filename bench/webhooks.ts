@@ -16,7 +16,11 @@
 import os from 'node:os';
 import { sql } from 'kysely';
 import { EVENT_TYPES } from '../src/events/contract.js';
+import { AllowList } from '../src/webhooks/address-guard.js';
+import { callBody } from '../src/webhooks/payload.js';
+import { WebhookPoster } from '../src/webhooks/post.js';
 import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
+import { signedHeaders } from '../src/webhooks/signing.js';
 import { startCpuSplit } from './cpu-split.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
 
@@ -51,9 +55,14 @@ export type WebhooksBenchResult = {
      * (sender, its database writes and the receiver), measured while the calls held back during
      * the delivery were caught up; the CPU that making 90 % of the calls during the delivery needs;
      * and the CPU a delivery at 0.9 × the rate without them leaves spare. Null when no call was
-     * left to catch up (nothing to measure).
+     * left to catch up (nothing to measure). The floor beside it: what a call costs with no
+     * database work at all (barePost), and what 90 % of the calls during the delivery need at it,
+     * which no sender could go below with node's HTTP client.
      */
-    bound: { callCpuMs: number; coreSecondsNeeded: number; coreSecondsSpare: number; cores: number } | null;
+    bound: {
+      callCpuMs: number; coreSecondsNeeded: number; coreSecondsSpare: number; cores: number;
+      floor: { calls: number; callCpuMs: number; senderCpuMs: number; receiverCpuMs: number; coreSecondsNeeded: number };
+    } | null;
   };
   /** Of the on phase: server, releaser, dispatcher and webhook sender (on PGlite, the database too). */
   peakRssMb: number;
@@ -137,15 +146,58 @@ async function sendCampaign(bench: BenchHarness, bookId: string, name: string, t
  * the rate without calls, which leaves the cores' time over that longer delivery minus the
  * delivery's own work.
  */
-function callsBound(run: { calls: number; behindAtDeliveryEnd: number; catchUpSeconds: number; off: { seconds: number; coreSeconds: number } }) {
+function callsBound(run: {
+  calls: number; behindAtDeliveryEnd: number; catchUpSeconds: number; off: { seconds: number; coreSeconds: number };
+  floor: { calls: number; senderSeconds: number; receiverSeconds: number };
+}) {
   const cores = os.availableParallelism();
+  const needed = (msPerCall: number) => Number(((0.9 * run.calls * msPerCall) / 1000).toFixed(1));
   const callCpuMs = (run.catchUpSeconds * 1000) / run.behindAtDeliveryEnd;
+  const perFloorCall = (seconds: number) => (seconds * 1000) / run.floor.calls;
+  const floorCpuMs = perFloorCall(run.floor.senderSeconds + run.floor.receiverSeconds);
   return {
     callCpuMs: Number(callCpuMs.toFixed(3)),
-    coreSecondsNeeded: Number(((0.9 * run.calls * callCpuMs) / 1000).toFixed(1)),
+    coreSecondsNeeded: needed(callCpuMs),
     coreSecondsSpare: Number(Math.max(0, (cores * run.off.seconds) / 0.9 - run.off.coreSeconds).toFixed(1)),
     cores,
+    floor: {
+      calls: run.floor.calls,
+      callCpuMs: Number(floorCpuMs.toFixed(3)),
+      senderCpuMs: Number(perFloorCall(run.floor.senderSeconds).toFixed(3)),
+      receiverCpuMs: Number(perFloorCall(run.floor.receiverSeconds).toFixed(3)),
+      coreSecondsNeeded: needed(floorCpuMs),
+    },
   };
+}
+
+/**
+ * The least a webhook call can cost this machine: `count` calls posted as the sender posts them
+ * (signed, through its poster, as many at once as it gives one webhook) to the receiver, with
+ * bodies of calls the run made, but no database work before or after. Answers the CPU of this
+ * process and of the receiver.
+ */
+async function barePosts(bench: BenchHarness, receiverUrl: string, secret: string, count: number) {
+  const { db, config } = bench.server.deps;
+  const samples = await db.selectFrom('webhook_calls').select(['id', 'type', 'team_id', 'data', 'created_at']).limit(64).execute();
+  const poster = new WebhookPoster({
+    allow: new AllowList(['127.0.0.1']), lookup: async (host) => [host], timeoutMs: config.webhookTimeoutMs, maxSocketsPerHost: config.webhookConcurrency,
+  });
+  const cpu = startCpuSplit();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.floor(config.webhookConcurrency / 2)) }, async () => {
+      for (let i = next++; i < count; i = next++) {
+        const sample = samples[i % samples.length]!;
+        const call = { ...sample, id: `bare_${i}` };
+        const body = JSON.stringify(callBody(call, 1));
+        const result = await poster.post(receiverUrl, signedHeaders({ secret, callId: call.id, type: call.type, body, retry: false, now: new Date() }), body);
+        if (!result.ok) throw new Error(`a bare webhook post failed: ${result.error}`);
+      }
+    }),
+  );
+  const split = cpu();
+  const of = (part: RegExp) => split.filter((entry) => part.test(entry.part)).reduce((sum, entry) => sum + entry.seconds, 0);
+  return { calls: count, senderSeconds: of(/^this process/), receiverSeconds: of(/^process bench\/webhooks\/receiver/) };
 }
 
 export async function benchWebhooks(options: { databaseUrl?: string; contacts?: number } = {}): Promise<WebhooksBenchResult> {
@@ -219,6 +271,8 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
 
     const secondsToLastCall = seen.lastNewAtMs > 0 ? (seen.lastNewAtMs - startedAtMs) / 1000 : 0;
     const receiverSeconds = receiverCpu().find((entry) => entry.part === 'process bench/webhooks/receiver.ts')?.seconds ?? 0;
+    // After the receiver's own figures are taken: these posts are not the run's.
+    const floor = behindAtDeliveryEnd > 0 ? await barePosts(bench, `http://127.0.0.1:${receiver.port}/bare`, webhook.secret, Math.min(calls, 30_000)) : null;
     const result: WebhooksBenchResult = {
       database: bench.server.deps.dbKind,
       contacts: total,
@@ -236,7 +290,7 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
         behindAtDeliveryEnd,
         secondsAfterLastEmail: seen.lastNewAtMs > 0 ? Number(Math.max(0, (seen.lastNewAtMs - lastEmailAtMs) / 1000).toFixed(2)) : 0,
         receiverCpuMsPerCall: seen.requests > 0 ? Number(((receiverSeconds * 1000) / seen.requests).toFixed(3)) : 0,
-        bound: behindAtDeliveryEnd > 0 ? callsBound({ calls, behindAtDeliveryEnd, catchUpSeconds, off }) : null,
+        bound: floor ? callsBound({ calls, behindAtDeliveryEnd, catchUpSeconds, off, floor }) : null,
       },
       peakRssMb: bench.peakRssMb(),
     };
