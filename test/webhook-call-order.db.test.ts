@@ -12,6 +12,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
+// Due for a claim made right after: the database's now() has microseconds, the claim's Date only
+// milliseconds, so a call due at now() can still be a moment ahead of a claim that follows it.
+const DUE = "now() - interval '1 second'";
+
 const claim = (token: string, fronts = new Map<string, string>(), room: { limit?: number; perClaim?: number; inFlight?: Map<string, number> } = {}) => {
   const now = new Date();
   return claimDueCalls(server.deps.db, {
@@ -38,7 +42,7 @@ describe("one email's webhook calls", () => {
     // that moment: the earlier call (waiting for its retry) queued after the later one.
     await sql`
       INSERT INTO webhook_calls (team_id, webhook_id, id, subject_key, type, data, status, attempt, next_attempt_at, created_at, updated_at)
-      SELECT team_id, webhook_id, 'later-call', subject_key, 'email.sent', data, 'PENDING', 0, now(), created_at + interval '1 second', now()
+      SELECT team_id, webhook_id, 'later-call', subject_key, 'email.sent', data, 'PENDING', 0, ${sql.raw(DUE)}, created_at + interval '1 second', now()
       FROM webhook_calls WHERE id = ${queued.id}`.execute(db);
     await sql`
       UPDATE webhook_calls SET seq = nextval(pg_get_serial_sequence('webhook_calls', 'seq')), next_attempt_at = now() + interval '1 hour'
@@ -60,7 +64,7 @@ describe("one email's webhook calls", () => {
       SELECT team_id, webhook_id, ${id}, ${subject}, ${type}, data, 'PENDING', 1, ${sql.raw(dueAt)}, ${sql.raw(createdAt)}, now()
       FROM webhook_calls WHERE id = ${queued.id}`;
     await sql`UPDATE webhook_calls SET status = 'DELIVERED' WHERE id = ${queued.id}`.execute(db);
-    for (let i = 0; i < SUBJECTS; i++) await copy(`later-${i}`, `subject-${i}`, 'email.sent', "created_at + interval '1 second'", 'now()').execute(db);
+    for (let i = 0; i < SUBJECTS; i++) await copy(`later-${i}`, `subject-${i}`, 'email.sent', "created_at + interval '1 second'", DUE).execute(db);
     for (let i = 0; i < SUBJECTS; i++) await copy(`earlier-${i}`, `subject-${i}`, 'email.queued', 'created_at', "now() + interval '1 hour'").execute(db);
 
     const fronts = new Map<string, string>();
@@ -68,7 +72,7 @@ describe("one email's webhook calls", () => {
     for (let round = 0; round < 5; round++) claimed.push(...(await claim(`w.wait${round}`, fronts)).calls.map((call) => call.id));
     expect(claimed, 'no later call passes its earlier one').toEqual([]);
 
-    await sql`UPDATE webhook_calls SET next_attempt_at = now() WHERE id LIKE 'earlier-%'`.execute(db);
+    await sql`UPDATE webhook_calls SET next_attempt_at = ${sql.raw(DUE)} WHERE id LIKE 'earlier-%'`.execute(db);
     for (let round = 0; round < 2 * SUBJECTS / 10 && claimed.length < SUBJECTS; round++) {
       const ids = (await claim(`w.due${round}`, fronts)).calls.map((call) => call.id);
       claimed.push(...ids);
@@ -86,7 +90,7 @@ describe("a webhook's share of the sending", () => {
     const { db } = server.deps;
     await sql`
       INSERT INTO webhook_calls (team_id, webhook_id, id, subject_key, type, data, status, attempt, next_attempt_at, created_at, updated_at)
-      SELECT team_id, webhook_id, 'share-' || n, 'share-subject-' || n, type, data, 'PENDING', 0, now(), created_at, now()
+      SELECT team_id, webhook_id, 'share-' || n, 'share-subject-' || n, type, data, 'PENDING', 0, ${sql.raw(DUE)}, created_at, now()
       FROM webhook_calls, generate_series(1, 9) AS n WHERE id = ${queued.id}`.execute(db);
     const key = `${queued.team_id}:${queued.webhook_id}`;
     // Other tests' webhooks may have calls due too: only this one's count.
