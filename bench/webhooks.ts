@@ -19,7 +19,7 @@ import { EVENT_TYPES } from '../src/events/contract.js';
 import { AllowList } from '../src/webhooks/address-guard.js';
 import { callBody } from '../src/webhooks/payload.js';
 import { WebhookPoster } from '../src/webhooks/post.js';
-import { startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
+import { slotsPerWebhook, startWebhookSender, type WebhookSender } from '../src/webhooks/sender.js';
 import { signedHeaders } from '../src/webhooks/signing.js';
 import { startCpuSplit } from './cpu-split.js';
 import { createCampaign, importBook, releaseAll, startBenchHarness, startLineProcess, type BenchHarness } from './harness.js';
@@ -56,7 +56,7 @@ export type WebhooksBenchResult = {
      * the delivery were caught up; the CPU that making 90 % of the calls during the delivery needs;
      * and the CPU a delivery at 0.9 × the rate without them leaves spare. Null when no call was
      * left to catch up (nothing to measure). The floor beside it: what a call costs with no
-     * database work at all (barePost), and what 90 % of the calls during the delivery need at it,
+     * database work at all (barePosts), and what 90 % of the calls during the delivery need at it,
      * which no sender could go below with node's HTTP client.
      */
     bound: {
@@ -123,9 +123,16 @@ async function startReceiver() {
 /** The benchmark's own parts of a CPU split (this process, the database, the sink, the receiver), not the rest of the machine. */
 const OWN_PARTS = /^(this process|postgres backends|process bench\/)/;
 
+/** The sum of `amount` over the parts of a CPU split named by `parts`. */
+const cpuOf = <T extends { part: string }>(entries: T[], parts: RegExp, amount: (entry: T) => number) =>
+  entries.filter((entry) => parts.test(entry.part)).reduce((sum, entry) => sum + amount(entry), 0);
+
+/** The receiver's process in a CPU split. */
+const RECEIVER_PART = /^process bench\/webhooks\/receiver/;
+const cpuSeconds = (entry: { seconds: number }) => entry.seconds;
+
 /** The sum of `amount` over the benchmark's own parts of a CPU split. */
-const ownCpu = <T extends { part: string }>(entries: T[], amount: (entry: T) => number) =>
-  entries.filter((entry) => OWN_PARTS.test(entry.part)).reduce((sum, entry) => sum + amount(entry), 0);
+const ownCpu = <T extends { part: string }>(entries: T[], amount: (entry: T) => number) => cpuOf(entries, OWN_PARTS, amount);
 
 /** Creates a campaign to the whole book, releases every recipient and delivers them all. */
 async function sendCampaign(bench: BenchHarness, bookId: string, name: string, total: number) {
@@ -185,7 +192,7 @@ async function barePosts(bench: BenchHarness, receiverUrl: string, secret: strin
   const cpu = startCpuSplit();
   let next = 0;
   await Promise.all(
-    Array.from({ length: Math.max(1, Math.floor(config.webhookConcurrency / 2)) }, async () => {
+    Array.from({ length: slotsPerWebhook(config.webhookConcurrency) }, async () => {
       for (let i = next++; i < count; i = next++) {
         const sample = samples[i % samples.length]!;
         const call = { ...sample, id: `bare_${i}` };
@@ -196,8 +203,7 @@ async function barePosts(bench: BenchHarness, receiverUrl: string, secret: strin
     }),
   );
   const split = cpu();
-  const of = (part: RegExp) => split.filter((entry) => part.test(entry.part)).reduce((sum, entry) => sum + entry.seconds, 0);
-  return { calls: count, senderSeconds: of(/^this process/), receiverSeconds: of(/^process bench\/webhooks\/receiver/) };
+  return { calls: count, senderSeconds: cpuOf(split, /^this process/, cpuSeconds), receiverSeconds: cpuOf(split, RECEIVER_PART, cpuSeconds) };
 }
 
 export async function benchWebhooks(options: { databaseUrl?: string; contacts?: number } = {}): Promise<WebhooksBenchResult> {
@@ -258,7 +264,7 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
       seen = await receiver.counts();
       progress(`${seen.distinct} of ${calls} calls received`);
     }
-    const catchUpSeconds = ownCpu(catchUpCpu(), (entry) => entry.seconds);
+    const catchUpSeconds = ownCpu(catchUpCpu(), cpuSeconds);
     let state = await callCounts();
     while (state.delivered < calls && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -270,7 +276,7 @@ export async function benchWebhooks(options: { databaseUrl?: string; contacts?: 
     seen = await receiver.counts();
 
     const secondsToLastCall = seen.lastNewAtMs > 0 ? (seen.lastNewAtMs - startedAtMs) / 1000 : 0;
-    const receiverSeconds = receiverCpu().find((entry) => entry.part === 'process bench/webhooks/receiver.ts')?.seconds ?? 0;
+    const receiverSeconds = cpuOf(receiverCpu(), RECEIVER_PART, cpuSeconds);
     // After the receiver's own figures are taken: these posts are not the run's.
     const floor = behindAtDeliveryEnd > 0 ? await barePosts(bench, `http://127.0.0.1:${receiver.port}/bare`, webhook.secret, Math.min(calls, 30_000)) : null;
     const result: WebhooksBenchResult = {

@@ -76,6 +76,9 @@ function attemptOutcome(
   return { ...base, outcome: 'RETRY', error: result.error, nextAttemptAt: new Date(now.getTime() + delay) };
 }
 
+/** How many of the sender's `concurrency` slots one webhook may hold: a slow receiver half at most, the rest go to the other webhooks. */
+export const slotsPerWebhook = (concurrency: number) => Math.max(1, Math.floor(concurrency / 2));
+
 /**
  * Delivers webhook calls: claims due calls under a lease (see claimDueCalls), posts each signed
  * afresh over kept-alive connections, WEBHOOK_CONCURRENCY at once and at most half of that per
@@ -98,8 +101,7 @@ export function startWebhookSender(deps: WebhookSenderDeps, options: { poster?: 
   // Past the slowest attempt and the wait to record it, so a lease only runs out when its sender
   // died (or its database stalled that long: the call is then sent again, which at-least-once allows).
   const leaseMs = config.webhookTimeoutMs + 15_000;
-  // A slow receiver holds half the slots at most; the rest go to the other webhooks.
-  const perWebhook = Math.max(1, Math.floor(config.webhookConcurrency / 2));
+  const perWebhook = slotsPerWebhook(config.webhookConcurrency);
   // On PostgreSQL a claim takes half of a webhook's slots at most, so the next is made while its
   // calls are posted and recorded: a claim of every slot waited for the last one's records, and
   // was a third of each round of a backlog's sending. The embedded database runs on this thread,
